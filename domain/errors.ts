@@ -1,0 +1,87 @@
+// The one error module. Every failure an operator can see carries a stable `code` (KIP-1279 names
+// where the KIP has one) and a human-readable message (KIP review AS14/AS17: wrong-state requests
+// get a specific code, never a generic one). The class name is the Temporal failure type.
+
+export const ErrorCodes = [
+  // KIP-1279 names
+  'READ_ONLY_TOPIC',
+  'CLUSTER_MIRROR_ALREADY_EXISTS',
+  'UNKNOWN_CLUSTER_MIRROR',
+  'TOPIC_ALREADY_IN_CLUSTER_MIRROR',
+  'TOPIC_NOT_IN_CLUSTER_MIRROR',
+  'MIRROR_TOPIC_ALREADY_PAUSED',
+  'MIRROR_TOPIC_NOT_PAUSED',
+  'MIRROR_TOPIC_BEING_STOPPED',
+  'CLUSTER_MIRROR_NOT_EMPTY',
+  'CLUSTER_MIRROR_AUTHORIZATION_FAILED',
+  'INVALID_CLUSTER_MIRROR_STATES',
+  'MIRROR_TOPIC_NOT_STOPPED',
+  'INVALID_CLUSTER_MIRROR_NAME',
+  // kmirror's own
+  'INVALID_ARGUMENT',
+  'INVALID_CONFIG',
+  'INVALID_TOPIC_PATTERN',
+  'CLUSTER_UNREACHABLE',
+  'OFFSET_DIVERGENCE',
+  'UNSUPPORTED_OFFSET_GAP',
+  'LEASE_LOST',
+  'LEASE_HELD',
+  'EXPECTED_VERSION_CONFLICT',
+  'EVENT_CHAIN_BROKEN',
+  'SECRET_KEY_INVALID',
+  'STACK_PREREQUISITE_MISSING',
+] as const;
+export type ErrorCode = (typeof ErrorCodes)[number];
+
+/** Codes that no amount of retrying fixes; activities turn these into non-retryable failures. */
+export const NonRetryableCodes: ReadonlySet<ErrorCode> = new Set<ErrorCode>([
+  'READ_ONLY_TOPIC',
+  'CLUSTER_MIRROR_ALREADY_EXISTS',
+  'UNKNOWN_CLUSTER_MIRROR',
+  'TOPIC_ALREADY_IN_CLUSTER_MIRROR',
+  'TOPIC_NOT_IN_CLUSTER_MIRROR',
+  'MIRROR_TOPIC_ALREADY_PAUSED',
+  'MIRROR_TOPIC_NOT_PAUSED',
+  'MIRROR_TOPIC_BEING_STOPPED',
+  'CLUSTER_MIRROR_NOT_EMPTY',
+  'CLUSTER_MIRROR_AUTHORIZATION_FAILED',
+  'INVALID_CLUSTER_MIRROR_STATES',
+  'MIRROR_TOPIC_NOT_STOPPED',
+  'INVALID_CLUSTER_MIRROR_NAME',
+  'INVALID_ARGUMENT',
+  'INVALID_CONFIG',
+  'INVALID_TOPIC_PATTERN',
+  'OFFSET_DIVERGENCE',
+  'UNSUPPORTED_OFFSET_GAP',
+  'EVENT_CHAIN_BROKEN',
+  'SECRET_KEY_INVALID',
+  'STACK_PREREQUISITE_MISSING',
+]);
+
+/** Evidence attached to an error. Plain JSON only: it may cross Temporal and land in the UI, so
+ *  never put a credential here. Offsets are decimal strings. */
+export type ErrorDetails = Readonly<Record<string, string | number | boolean | null>>;
+
+export class KmirrorError extends Error {
+  override readonly name: string = 'KmirrorError';
+  constructor(
+    readonly code: ErrorCode,
+    message: string,
+    readonly details: ErrorDetails = {},
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
+  }
+
+  get retryable(): boolean {
+    return !NonRetryableCodes.has(this.code);
+  }
+
+  toJSON(): { code: ErrorCode; message: string; details: ErrorDetails } {
+    return { code: this.code, message: this.message, details: this.details };
+  }
+}
+
+export function isKmirrorError(err: unknown, code?: ErrorCode): err is KmirrorError {
+  return err instanceof KmirrorError && (code === undefined || err.code === code);
+}
