@@ -1,0 +1,137 @@
+// `npm run stack -- up | down | status`: the whole local stack (source + destination Kafka,
+// Temporal with its Web UI, Postgres) as native processes on loopback. Idempotent; pids recorded;
+// `down` stops exactly what `up` started. Tests, CI and the demo all use this one script.
+import { Command, InvalidArgumentError } from 'commander';
+import { rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { isKmirrorError } from '../domain/errors.ts';
+import { connectionFor, formattedDestNodes, runningNodes, startCluster, stopCluster, wipeKafka } from './stack/kafka.ts';
+import { databaseUrl, postgresPid, postgresReady, startPostgres, stopPostgres, wipePostgres } from './stack/postgres.ts';
+import { ensureDir } from './stack/proc.ts';
+import { ensureStackSecrets, secretFiles } from './stack/secrets.ts';
+import { startTemporal, stopTemporal, temporalAddress, temporalPid, temporalReady, temporalUiUrl } from './stack/temporal.ts';
+import { DEST_SUPER_USER, MAX_DEST_NODES, stackDir, TASK_QUEUE, type EndpointName } from './stack/topology.ts';
+
+const parts = ['postgres', 'temporal', 'source', 'dest'] as const;
+type Part = (typeof parts)[number];
+
+function endpoints(destNodes: number): Record<EndpointName, string> {
+  return {
+    SOURCE_BOOTSTRAP: connectionFor('source').bootstrap.join(','),
+    DEST_BOOTSTRAP: connectionFor('dest', destNodes).bootstrap.join(','),
+    DEST_SECURITY_PROTOCOL: 'SASL_PLAINTEXT',
+    DEST_SASL_MECHANISM: 'plain',
+    DEST_SASL_USERNAME: DEST_SUPER_USER,
+    DEST_SASL_PASSWORD_FILE: secretFiles.destKmirrorPassword,
+    DATABASE_URL: databaseUrl,
+    TEMPORAL_ADDRESS: temporalAddress,
+    TEMPORAL_NAMESPACE: 'default',
+    TEMPORAL_TASK_QUEUE: TASK_QUEUE,
+    TEMPORAL_UI_URL: temporalUiUrl,
+    KMIRROR_SECRET_KEY_FILE: secretFiles.kmirrorSecretKey,
+  };
+}
+
+function formatEnv(env: Record<string, string>): string {
+  return Object.entries(env)
+    .map(([k, v]) => `${k}=${v}`)
+    .join('\n');
+}
+
+function parseParts(value: string): Part[] {
+  const chosen = value.split(',').map((s) => s.trim());
+  for (const p of chosen) {
+    if (!(parts as readonly string[]).includes(p)) throw new InvalidArgumentError(`unknown part '${p}' (parts: ${parts.join(', ')})`);
+  }
+  return chosen as Part[];
+}
+
+function parseNodes(value: string): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 1 || n > MAX_DEST_NODES) throw new InvalidArgumentError(`must be 1..${MAX_DEST_NODES}`);
+  return n;
+}
+
+async function up(opts: { destNodes?: number; quiet?: boolean; only?: Part[] }): Promise<void> {
+  const log = opts.quiet ? () => {} : (line: string) => process.stderr.write(`${line}\n`);
+  const started = Date.now();
+  const chosen = new Set(opts.only ?? parts);
+  // Without --dest-nodes, keep whatever the destination was formatted with (so `up --quiet` from
+  // the test scripts does not shrink a 3-node destination).
+  const destNodes = opts.destNodes ?? formattedDestNodes() ?? 1;
+  ensureDir(stackDir);
+  ensureStackSecrets();
+  const starts: Promise<void>[] = [];
+  if (chosen.has('postgres')) starts.push(startPostgres(log));
+  if (chosen.has('source')) starts.push(startCluster('source', 1, log));
+  if (chosen.has('dest')) starts.push(startCluster('dest', destNodes, log));
+  if (chosen.has('temporal')) starts.push(startTemporal(log));
+  const results = await Promise.allSettled(starts);
+  const failures = results.filter((r): r is PromiseRejectedResult => r.status === 'rejected');
+  if (failures.length > 0) throw failures[0]!.reason;
+  const env = endpoints(destNodes);
+  writeFileSync(join(stackDir, 'env'), `${formatEnv(env)}\n`);
+  log(`stack ready in ${((Date.now() - started) / 1000).toFixed(1)} s (state in ${stackDir})`);
+  if (!opts.quiet) process.stdout.write(`${formatEnv(env)}\n`);
+}
+
+async function down(opts: { wipe?: boolean }): Promise<void> {
+  const stopped: string[] = [];
+  const [temporal, source, dest] = await Promise.all([stopTemporal(), stopCluster('source'), stopCluster('dest')]);
+  if (temporal) stopped.push('temporal');
+  if (source) stopped.push(`kafka source (${source} node)`);
+  if (dest) stopped.push(`kafka dest (${dest} node${dest === 1 ? '' : 's'})`);
+  if (stopPostgres()) stopped.push('postgres');
+  process.stderr.write(stopped.length ? `stopped: ${stopped.join(', ')}\n` : 'nothing was running\n');
+  if (opts.wipe) {
+    wipePostgres();
+    wipeKafka();
+    rmSync(stackDir, { recursive: true, force: true });
+    process.stderr.write(`wiped ${stackDir}\n`);
+  }
+}
+
+async function status(opts: { json?: boolean }): Promise<void> {
+  const destNodes = formattedDestNodes() ?? 1;
+  const state = {
+    postgres: postgresPid() !== undefined && (await postgresReady()),
+    temporal: temporalPid() !== undefined && (await temporalReady().catch(() => false)),
+    source: runningNodes('source') === 1,
+    dest: runningNodes('dest') === destNodes,
+  };
+  const env = endpoints(destNodes);
+  if (opts.json) {
+    process.stdout.write(`${JSON.stringify({ parts: state, destNodes, endpoints: env }, null, 2)}\n`);
+  } else {
+    process.stdout.write(`${formatEnv(env)}\n`);
+    for (const part of parts) process.stdout.write(`# ${part}: ${state[part] ? 'up' : 'down'}\n`);
+  }
+  if (!Object.values(state).every(Boolean)) process.exitCode = 3;
+}
+
+const program = new Command('stack')
+  .description('The kmirror local stack: two Kafka clusters, Temporal (+ Web UI) and Postgres on 127.0.0.1')
+  .showHelpAfterError();
+program
+  .command('up')
+  .description('start every part (no-op for parts already running), wait until each answers, print endpoints as KEY=value')
+  .option('--dest-nodes <n>', `destination brokers (1..${MAX_DEST_NODES}); default: as formatted, else 1`, parseNodes)
+  .option('--only <parts>', `comma-separated subset of: ${parts.join(', ')}`, parseParts)
+  .option('--quiet', 'print nothing but errors')
+  .action(up);
+program
+  .command('down')
+  .description('stop exactly the processes `up` started (by pid); data is kept unless --wipe')
+  .option('--wipe', 'also delete all stack data, logs and generated credentials')
+  .action(down);
+program
+  .command('status')
+  .description('print the endpoints and which parts are up (exit code 3 if any part is down)')
+  .option('--json', 'machine-readable output')
+  .action(status);
+
+program.parseAsync().catch((err: unknown) => {
+  if (isKmirrorError(err)) process.stderr.write(`error ${err.code}: ${err.message}\n`);
+  else process.stderr.write(`error: ${err instanceof Error ? err.message : String(err)}\n`);
+  process.exitCode = 1;
+});

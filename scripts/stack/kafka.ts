@@ -1,0 +1,288 @@
+// Kafka part of the local stack: the source cluster (one KRaft node, PLAINTEXT) and the destination
+// cluster (1..3 KRaft nodes in combined mode, secured like a real one: SASL_PLAINTEXT/PLAIN on every
+// listener and the StandardAuthorizer). Jars come from Maven Central through Maven.
+import { randomBytes } from 'node:crypto';
+import { existsSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { createKafka, type ClusterConnection } from '../../kafka/connection.ts';
+import { ensureDir, prerequisite, requireCommand, requirePortsFree, run, runningPid, spawnDaemon, stopDaemon, waitUntil } from './proc.ts';
+import { ensureSecret, ensureStackSecrets, secretsDir } from './secrets.ts';
+import {
+  cacheDir,
+  DEST_APP_USER,
+  DEST_SUPER_USER,
+  destBrokerPort,
+  destControllerPort,
+  KAFKA_VERSION,
+  MAX_DEST_NODES,
+  ports,
+  projectRoot,
+  stackDir,
+} from './topology.ts';
+
+export const kafkaLibs = join(cacheDir, `kafka-${KAFKA_VERSION}`, 'libs');
+const kafkaDir = join(stackDir, 'kafka');
+const log4jConfig = join(kafkaDir, 'log4j2.properties');
+const BROKER_USER = 'broker';
+
+export type ClusterName = 'source' | 'dest';
+
+interface Node {
+  cluster: ClusterName;
+  id: number;
+  dir: string;
+  brokerPort: number;
+  controllerPort: number;
+}
+
+function nodesOf(cluster: ClusterName, count: number): Node[] {
+  if (cluster === 'source') {
+    return [{ cluster, id: 1, dir: join(kafkaDir, 'source-1'), brokerPort: ports.source.broker, controllerPort: ports.source.controller }];
+  }
+  return Array.from({ length: count }, (_, i) => ({
+    cluster,
+    id: i + 1,
+    dir: join(kafkaDir, `dest-${i + 1}`),
+    brokerPort: destBrokerPort(i),
+    controllerPort: destControllerPort(i),
+  }));
+}
+
+const pidFile = (node: Node): string => join(node.dir, 'kafka.pid');
+const logFile = (node: Node): string => join(node.dir, 'kafka.log');
+const destNodesFile = join(kafkaDir, 'dest.nodes');
+
+/** Node count the destination was formatted with (its quorum), if formatted. */
+export function formattedDestNodes(): number | undefined {
+  if (!existsSync(destNodesFile)) return undefined;
+  return Number.parseInt(readFileSync(destNodesFile, 'utf8'), 10);
+}
+
+export function javaCommand(): string {
+  const javaHome = process.env.JAVA_HOME;
+  if (javaHome && existsSync(join(javaHome, 'bin', 'java'))) return join(javaHome, 'bin', 'java');
+  return requireCommand('java', 'install a Java 17+ runtime (Debian: openjdk-17-jre-headless) or set JAVA_HOME');
+}
+
+/** Resolve the Kafka jars into the cache (once; Maven keeps its own ~/.m2 cache too). */
+export function ensureKafkaJars(log: (line: string) => void): string {
+  const marker = join(kafkaLibs, '.complete');
+  if (existsSync(marker)) return kafkaLibs;
+  const mvn = requireCommand('mvn', 'install Apache Maven (Debian: maven); it resolves the Kafka jars from Maven Central');
+  log(`kafka: resolving Apache Kafka ${KAFKA_VERSION} jars from Maven Central…`);
+  rmSync(kafkaLibs, { recursive: true, force: true });
+  run(mvn, [
+    '-q',
+    '-B',
+    '-f',
+    join(projectRoot, 'scripts', 'stack', 'kafka-pom.xml'),
+    `-Dkafka.version=${KAFKA_VERSION}`,
+    'dependency:copy-dependencies',
+    `-DoutputDirectory=${kafkaLibs}`,
+    '-DincludeScope=runtime',
+  ]);
+  writeFileSync(marker, `${new Date().toISOString()}\n`);
+  return kafkaLibs;
+}
+
+/** JVM command line for one of the Kafka jars' main classes. */
+export function kafkaJava(mainClass: string, args: readonly string[], heap = '1g'): { command: string; args: string[] } {
+  return {
+    command: javaCommand(),
+    args: [
+      `-Xmx${heap}`,
+      '-Xms128m',
+      '-XX:+UseG1GC',
+      '-XX:MaxGCPauseMillis=20',
+      '-Djava.awt.headless=true',
+      '-Djava.net.preferIPv4Stack=true',
+      `-Dlog4j2.configurationFile=${log4jConfig}`,
+      '-cp',
+      `${kafkaLibs}/*`,
+      mainClass,
+      ...args,
+    ],
+  };
+}
+
+function writeLog4j(): void {
+  ensureDir(kafkaDir);
+  writeFileSync(
+    log4jConfig,
+    [
+      'status = warn',
+      'appender.out.type = Console',
+      'appender.out.name = OUT',
+      'appender.out.layout.type = PatternLayout',
+      'appender.out.layout.pattern = [%d] %p %m (%c)%n',
+      'rootLogger.level = WARN',
+      'rootLogger.appenderRef.out.ref = OUT',
+      // Lines that `status` and start-up waits rely on.
+      'logger.server.name = kafka.server',
+      'logger.server.level = INFO',
+      'logger.statechange.name = state.change.logger',
+      'logger.statechange.level = OFF',
+      '',
+    ].join('\n'),
+  );
+}
+
+function jaas(users: Record<string, string>, self: string): string {
+  const entries = Object.entries(users)
+    .map(([user, password]) => `user_${user}="${password}"`)
+    .join(' ');
+  return `org.apache.kafka.common.security.plain.PlainLoginModule required username="${self}" password="${users[self] ?? ''}" ${entries};`;
+}
+
+function serverProperties(node: Node, all: Node[]): string {
+  const voters = all.map((n) => `${n.id}@127.0.0.1:${n.controllerPort}`).join(',');
+  const rf = Math.min(3, all.length);
+  const common = [
+    'process.roles=broker,controller',
+    `node.id=${node.id}`,
+    `controller.quorum.voters=${voters}`,
+    'controller.listener.names=CONTROLLER',
+    `log.dirs=${join(node.dir, 'data')}`,
+    'num.partitions=1',
+    `default.replication.factor=${rf}`,
+    `offsets.topic.replication.factor=${rf}`,
+    `transaction.state.log.replication.factor=${rf}`,
+    `transaction.state.log.min.isr=${Math.min(2, rf)}`,
+    'group.initial.rebalance.delay.ms=0',
+    'auto.create.topics.enable=false',
+    // Short cleaner/deletion delays so retention and compaction are observable in tests.
+    'log.cleaner.backoff.ms=1000',
+    'log.segment.delete.delay.ms=1000',
+    'log.retention.check.interval.ms=5000',
+    'num.network.threads=3',
+    'num.io.threads=4',
+  ];
+  if (node.cluster === 'source') {
+    return [
+      ...common,
+      `listeners=PLAINTEXT://127.0.0.1:${node.brokerPort},CONTROLLER://127.0.0.1:${node.controllerPort}`,
+      `advertised.listeners=PLAINTEXT://127.0.0.1:${node.brokerPort}`,
+      'listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT',
+      'inter.broker.listener.name=PLAINTEXT',
+      '',
+    ].join('\n');
+  }
+  const { destKmirrorPassword, destAppPassword } = ensureStackSecrets();
+  const users = {
+    [BROKER_USER]: ensureSecret(join(secretsDir, 'dest-broker.password')),
+    [DEST_SUPER_USER]: destKmirrorPassword,
+    [DEST_APP_USER]: destAppPassword,
+  };
+  return [
+    ...common,
+    `listeners=SASL_PLAINTEXT://127.0.0.1:${node.brokerPort},CONTROLLER://127.0.0.1:${node.controllerPort}`,
+    `advertised.listeners=SASL_PLAINTEXT://127.0.0.1:${node.brokerPort}`,
+    'listener.security.protocol.map=SASL_PLAINTEXT:SASL_PLAINTEXT,CONTROLLER:SASL_PLAINTEXT',
+    'inter.broker.listener.name=SASL_PLAINTEXT',
+    'sasl.enabled.mechanisms=PLAIN',
+    'sasl.mechanism.inter.broker.protocol=PLAIN',
+    'sasl.mechanism.controller.protocol=PLAIN',
+    `listener.name.sasl_plaintext.plain.sasl.jaas.config=${jaas(users, BROKER_USER)}`,
+    `listener.name.controller.plain.sasl.jaas.config=${jaas(users, BROKER_USER)}`,
+    'authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer',
+    `super.users=User:${BROKER_USER};User:${DEST_SUPER_USER}`,
+    'allow.everyone.if.no.acl.found=false',
+    '',
+  ].join('\n');
+}
+
+function clusterId(cluster: ClusterName): string {
+  const file = join(kafkaDir, `${cluster}.cluster-id`);
+  if (!existsSync(file)) {
+    ensureDir(kafkaDir);
+    writeFileSync(file, randomBytes(16).toString('base64url'));
+  }
+  return readFileSync(file, 'utf8').trim();
+}
+
+export function runningNodes(cluster: ClusterName): number {
+  const count = cluster === 'source' ? 1 : MAX_DEST_NODES;
+  return nodesOf(cluster, count).filter((n) => runningPid(pidFile(n)) !== undefined).length;
+}
+
+export function connectionFor(cluster: ClusterName, nodeCount = 1): ClusterConnection {
+  if (cluster === 'source') return { bootstrap: [`127.0.0.1:${ports.source.broker}`], securityProtocol: 'PLAINTEXT' };
+  const { destKmirrorPassword } = ensureStackSecrets();
+  return {
+    bootstrap: nodesOf('dest', nodeCount).map((n) => `127.0.0.1:${n.brokerPort}`),
+    securityProtocol: 'SASL_PLAINTEXT',
+    sasl: { mechanism: 'plain', username: DEST_SUPER_USER, password: destKmirrorPassword },
+  };
+}
+
+async function clusterAnswers(cluster: ClusterName, nodeCount: number): Promise<boolean> {
+  const admin = createKafka(connectionFor(cluster, nodeCount), { retries: 0, connectionTimeoutMs: 2_000, requestTimeoutMs: 5_000 }).admin();
+  try {
+    await admin.connect();
+    const described = await admin.describeCluster();
+    return described.brokers.length === nodeCount && described.controller !== null;
+  } finally {
+    await admin.disconnect();
+  }
+}
+
+export async function startCluster(cluster: ClusterName, nodeCount: number, log: (line: string) => void): Promise<void> {
+  const nodes = nodesOf(cluster, nodeCount);
+  if (cluster === 'dest') {
+    const formatted = formattedDestNodes();
+    const running = runningNodes('dest');
+    if (formatted !== undefined && formatted !== nodeCount) {
+      if (running > 0) {
+        throw prerequisite(`the destination is running with ${formatted} node(s); run \`npm run stack -- down\` before \`up --dest-nodes ${nodeCount}\``);
+      }
+      log(`kafka dest: re-formatting for ${nodeCount} node(s) (was ${formatted}); its data is discarded`);
+      for (const n of nodesOf('dest', MAX_DEST_NODES)) rmSync(n.dir, { recursive: true, force: true });
+      rmSync(destNodesFile, { force: true });
+    }
+  }
+  if (nodes.every((n) => runningPid(pidFile(n)) !== undefined)) {
+    await waitUntil(`kafka ${cluster}`, () => clusterAnswers(cluster, nodeCount), { timeoutMs: 60_000, logFile: logFile(nodes[0]!) });
+    return;
+  }
+  ensureKafkaJars(log);
+  writeLog4j();
+  const id = clusterId(cluster);
+  for (const node of nodes) {
+    if (runningPid(pidFile(node)) !== undefined) continue;
+    await requirePortsFree(`kafka ${cluster} node ${node.id}`, [node.brokerPort, node.controllerPort]);
+    ensureDir(node.dir);
+    const props = join(node.dir, 'server.properties');
+    writeFileSync(props, serverProperties(node, nodes), { mode: 0o600 });
+    if (!existsSync(join(node.dir, 'data', 'meta.properties'))) {
+      const format = kafkaJava('kafka.tools.StorageTool', ['format', '-t', id, '-c', props, '--ignore-formatted'], '256m');
+      run(format.command, format.args);
+    }
+  }
+  if (cluster === 'dest') writeFileSync(destNodesFile, String(nodeCount));
+  log(`kafka ${cluster}: starting ${nodeCount} node(s)…`);
+  const heap = process.env.KMIRROR_KAFKA_HEAP ?? '1g';
+  let firstPid = 0;
+  for (const node of nodes) {
+    if (runningPid(pidFile(node)) !== undefined) continue;
+    const java = kafkaJava('kafka.Kafka', [join(node.dir, 'server.properties')], heap);
+    firstPid = spawnDaemon({ command: java.command, args: java.args, logFile: logFile(node), pidFile: pidFile(node) });
+  }
+  await waitUntil(`kafka ${cluster}`, () => clusterAnswers(cluster, nodeCount), {
+    timeoutMs: 120_000,
+    logFile: logFile(nodes[0]!),
+    ...(firstPid ? { pid: firstPid } : {}),
+  });
+}
+
+export async function stopCluster(cluster: ClusterName): Promise<number> {
+  let stopped = 0;
+  const nodes = nodesOf(cluster, cluster === 'source' ? 1 : MAX_DEST_NODES);
+  const results = await Promise.all(nodes.map((n) => stopDaemon(pidFile(n), 30_000)));
+  for (const r of results) if (r) stopped++;
+  return stopped;
+}
+
+export function wipeKafka(): void {
+  if (!existsSync(kafkaDir)) return;
+  for (const entry of readdirSync(kafkaDir)) rmSync(join(kafkaDir, entry), { recursive: true, force: true });
+}

