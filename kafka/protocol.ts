@@ -1,0 +1,426 @@
+// The one module that uses kafkajs internals. kafkajs' public API cannot fetch without a consumer
+// group, and its producer re-encodes records (it cannot write null header values and regroups
+// duplicate header keys). So this module borrows kafkajs' connections (cluster metadata, SASL,
+// request framing, correlation) and speaks two requests itself, carrying record batches as raw
+// bytes:
+//
+//   Fetch v11 (request)  replica_id=-1 max_wait min_bytes max_bytes isolation session_id=0
+//                        session_epoch=-1 [topic [partition current_leader_epoch=-1 fetch_offset
+//                        log_start_offset=-1 partition_max_bytes]] [forgotten=[]] rack_id=""
+//            (response) throttle error session [topic [partition error hw lso log_start
+//                        [aborted: producer_id first_offset] preferred_replica records]]
+//   Produce v8 (request) transactional_id=null acks timeout [topic [partition records]]
+//            (response) [topic [partition error base_offset log_append_time log_start
+//                        [record_errors: batch_index message?] error_message?]] throttle
+//
+// Kafka 4.x brokers accept both versions (KIP-896 removed only older ones); docs/compatibility.md.
+import { createRequire } from 'node:module';
+import type { Kafka } from 'kafkajs';
+import { KmirrorError } from '../domain/errors.ts';
+import { splitBatches, type RawBatch } from './wire.ts';
+
+const require = createRequire(import.meta.url);
+const { createErrorFromCode } = require('kafkajs/src/protocol/error') as {
+  createErrorFromCode: (code: number) => Error & { type: string; retriable: boolean };
+};
+
+const API_PRODUCE = 0;
+const API_FETCH = 1;
+
+export const IsolationLevel = { READ_UNCOMMITTED: 0, READ_COMMITTED: 1 } as const;
+
+// --- the slice of kafkajs internals we use, typed ---------------------------------------------
+interface InternalBroker {
+  nodeId: number;
+  connectionPool: { send(protocolRequest: ProtocolRequest): Promise<unknown> };
+  initProducerId(req: { transactionalId?: string | null; transactionTimeout: number }): Promise<{
+    producerId: string;
+    producerEpoch: number;
+  }>;
+  listOffsets(req: {
+    replicaId?: number;
+    isolationLevel: number;
+    topics: { topic: string; partitions: { partition: number; timestamp: number }[] }[];
+  }): Promise<{ responses: { topic: string; partitions: { partition: number; errorCode: number; offset: string }[] }[] }>;
+}
+export interface PartitionMetadata {
+  partitionId: number;
+  leader: number;
+  replicas: number[];
+  isr: number[];
+  leaderEpoch?: number;
+  partitionErrorCode: number;
+}
+interface InternalCluster {
+  connect(): Promise<void>;
+  disconnect(): Promise<void>;
+  refreshMetadata(): Promise<void>;
+  addTargetTopic(topic: string): Promise<void>;
+  findTopicPartitionMetadata(topic: string): PartitionMetadata[];
+  findBroker(req: { nodeId: number }): Promise<InternalBroker>;
+  getNodeIds(): number[];
+}
+interface ProtocolRequest {
+  request: { apiKey: number; apiVersion: number; apiName: string; encode: () => Promise<unknown> };
+  response: { decode: (payload: Buffer) => Promise<unknown>; parse: (decoded: unknown) => Promise<unknown> };
+  requestTimeout?: number;
+}
+
+function createCluster(kafka: Kafka): InternalCluster {
+  const symbol = Object.getOwnPropertySymbols(kafka).find((s) => s.description === 'private:Kafka:createCluster');
+  if (symbol === undefined) throw new Error('kafkajs internals changed: private:Kafka:createCluster not found (pinned kafkajs 2.2.4 expected)');
+  const factory = (kafka as unknown as Record<symbol, (opts: object) => InternalCluster>)[symbol]!;
+  return factory({ allowAutoTopicCreation: false, metadataMaxAge: 60_000 });
+}
+
+/** A request body that kafkajs' framing accepts (it reads `.buf` and `.buffer`). */
+function body(buffer: Buffer): { buf: Buffer; buffer: Buffer } {
+  return { buf: buffer, buffer };
+}
+
+// --- tiny big-endian writer/reader ------------------------------------------------------------
+class Writer {
+  private parts: Buffer[] = [];
+  private fixed(size: number, write: (b: Buffer) => void): this {
+    const b = Buffer.allocUnsafe(size);
+    write(b);
+    this.parts.push(b);
+    return this;
+  }
+  int8(v: number): this {
+    return this.fixed(1, (b) => b.writeInt8(v));
+  }
+  int16(v: number): this {
+    return this.fixed(2, (b) => b.writeInt16BE(v));
+  }
+  int32(v: number): this {
+    return this.fixed(4, (b) => b.writeInt32BE(v));
+  }
+  int64(v: bigint): this {
+    return this.fixed(8, (b) => b.writeBigInt64BE(v));
+  }
+  string(v: string | null): this {
+    if (v === null) return this.int16(-1);
+    const s = Buffer.from(v, 'utf8');
+    this.int16(s.length);
+    this.parts.push(s);
+    return this;
+  }
+  bytes(chunks: readonly Buffer[]): this {
+    this.int32(chunks.reduce((n, c) => n + c.length, 0));
+    this.parts.push(...chunks);
+    return this;
+  }
+  done(): Buffer {
+    return Buffer.concat(this.parts);
+  }
+}
+
+class Reader {
+  pos = 0;
+  constructor(private readonly buf: Buffer) {}
+  int16(): number {
+    const v = this.buf.readInt16BE(this.pos);
+    this.pos += 2;
+    return v;
+  }
+  int32(): number {
+    const v = this.buf.readInt32BE(this.pos);
+    this.pos += 4;
+    return v;
+  }
+  int64(): bigint {
+    const v = this.buf.readBigInt64BE(this.pos);
+    this.pos += 8;
+    return v;
+  }
+  string(): string | null {
+    const n = this.int16();
+    if (n < 0) return null;
+    const s = this.buf.toString('utf8', this.pos, this.pos + n);
+    this.pos += n;
+    return s;
+  }
+  bytes(): Buffer {
+    const n = this.int32();
+    if (n < 0) return Buffer.alloc(0);
+    const b = this.buf.subarray(this.pos, this.pos + n);
+    this.pos += n;
+    return b;
+  }
+  array<T>(item: () => T): T[] {
+    const n = this.int32();
+    const out: T[] = [];
+    for (let i = 0; i < n; i++) out.push(item());
+    return out;
+  }
+}
+
+// --- errors -----------------------------------------------------------------------------------
+export interface KafkaErrorInfo {
+  readonly code: number;
+  readonly type: string;
+  readonly retriable: boolean;
+}
+export function kafkaError(code: number): KafkaErrorInfo | undefined {
+  if (code === 0) return undefined;
+  const err = createErrorFromCode(code);
+  return { code, type: err.type, retriable: err.retriable };
+}
+
+// --- fetch ------------------------------------------------------------------------------------
+export interface FetchPartitionRequest {
+  readonly partition: number;
+  readonly fetchOffset: bigint;
+  readonly maxBytes: number;
+}
+export interface FetchedPartition {
+  readonly partition: number;
+  readonly error?: KafkaErrorInfo;
+  readonly highWatermark: bigint;
+  readonly lastStableOffset: bigint;
+  readonly logStartOffset: bigint;
+  readonly abortedTransactions: readonly { producerId: bigint; firstOffset: bigint }[];
+  /** Complete batches only; may start before fetchOffset (a batch is returned whole). */
+  readonly batches: readonly RawBatch[];
+  /** Bytes of the record set as received (what this partition's data holds in memory). */
+  readonly bytes: number;
+}
+
+function encodeFetch(req: {
+  topic: string;
+  partitions: readonly FetchPartitionRequest[];
+  maxWaitMs: number;
+  minBytes: number;
+  maxBytes: number;
+  isolationLevel: number;
+}): Buffer {
+  const w = new Writer()
+    .int32(-1)
+    .int32(req.maxWaitMs)
+    .int32(req.minBytes)
+    .int32(req.maxBytes)
+    .int8(req.isolationLevel)
+    .int32(0)
+    .int32(-1)
+    .int32(1)
+    .string(req.topic)
+    .int32(req.partitions.length);
+  for (const p of req.partitions) w.int32(p.partition).int32(-1).int64(p.fetchOffset).int64(-1n).int32(p.maxBytes);
+  return w.int32(0).string('').done();
+}
+
+function decodeFetch(payload: Buffer): { errorCode: number; partitions: FetchedPartition[] } {
+  const r = new Reader(payload);
+  r.int32(); // throttle
+  const errorCode = r.int16();
+  r.int32(); // session id
+  const partitions: FetchedPartition[] = [];
+  r.array(() => {
+    r.string();
+    r.array(() => {
+      const partition = r.int32();
+      const code = r.int16();
+      const highWatermark = r.int64();
+      const lastStableOffset = r.int64();
+      const logStartOffset = r.int64();
+      const abortedTransactions = r.array(() => ({ producerId: r.int64(), firstOffset: r.int64() }));
+      r.int32(); // preferred read replica
+      const records = r.bytes();
+      const error = kafkaError(code);
+      partitions.push({
+        partition,
+        ...(error ? { error } : {}),
+        highWatermark,
+        lastStableOffset,
+        logStartOffset,
+        abortedTransactions,
+        batches: error ? [] : splitBatches(records),
+        bytes: records.length,
+      });
+    });
+  });
+  return { errorCode, partitions };
+}
+
+// --- produce ----------------------------------------------------------------------------------
+export interface ProducePartitionRequest {
+  readonly partition: number;
+  /** Exactly one record batch (Produce v3+ allows one per partition per request). */
+  readonly batch: Buffer;
+}
+export interface ProducedPartition {
+  readonly partition: number;
+  readonly error?: KafkaErrorInfo;
+  readonly errorMessage?: string;
+  readonly baseOffset: bigint;
+  readonly logStartOffset: bigint;
+}
+
+function encodeProduce(req: { topic: string; partitions: readonly ProducePartitionRequest[]; acks: number; timeoutMs: number }): Buffer {
+  const w = new Writer().string(null).int16(req.acks).int32(req.timeoutMs).int32(1).string(req.topic).int32(req.partitions.length);
+  for (const p of req.partitions) w.int32(p.partition).bytes([p.batch]);
+  return w.done();
+}
+
+function decodeProduce(payload: Buffer): ProducedPartition[] {
+  const r = new Reader(payload);
+  const out: ProducedPartition[] = [];
+  r.array(() => {
+    r.string();
+    r.array(() => {
+      const partition = r.int32();
+      const code = r.int16();
+      const baseOffset = r.int64();
+      r.int64(); // log append time
+      const logStartOffset = r.int64();
+      const recordErrors = r.array(() => ({ index: r.int32(), message: r.string() }));
+      const message = r.string() ?? recordErrors.map((e) => `batch ${e.index}: ${e.message ?? ''}`).join('; ');
+      const error = kafkaError(code);
+      out.push({ partition, ...(error ? { error, errorMessage: message } : {}), baseOffset, logStartOffset });
+    });
+  });
+  return out;
+}
+
+// --- the session ------------------------------------------------------------------------------
+/**
+ * Raw access to one cluster: leader lookup, raw fetch, raw produce, producer ids, list offsets.
+ * Owns its connections; call close().
+ */
+export class RawCluster {
+  private readonly cluster: InternalCluster;
+  private connected = false;
+  private readonly topics = new Set<string>();
+
+  constructor(kafka: Kafka) {
+    this.cluster = createCluster(kafka);
+  }
+
+  async connect(): Promise<void> {
+    if (this.connected) return;
+    await this.cluster.connect();
+    await this.cluster.refreshMetadata(); // loads the broker list (getNodeIds)
+    this.connected = true;
+  }
+
+  async close(): Promise<void> {
+    if (!this.connected) return;
+    this.connected = false;
+    await this.cluster.disconnect();
+  }
+
+  /** Partition metadata of a topic; refresh=true re-reads it from the cluster (after a leader move). */
+  async partitions(topic: string, refresh = false): Promise<PartitionMetadata[]> {
+    await this.connect();
+    if (!this.topics.has(topic)) {
+      await this.cluster.addTargetTopic(topic);
+      this.topics.add(topic);
+    } else if (refresh) {
+      await this.cluster.refreshMetadata();
+    }
+    const metadata = this.cluster.findTopicPartitionMetadata(topic);
+    if (metadata.length === 0) throw new KmirrorError('INVALID_ARGUMENT', `topic '${topic}' has no partitions in cluster metadata (does it exist?)`);
+    return metadata;
+  }
+
+  async leaderOf(topic: string, partition: number, refresh = false): Promise<number> {
+    const meta = (await this.partitions(topic, refresh)).find((p) => p.partitionId === partition);
+    if (!meta || meta.leader < 0) {
+      throw new KmirrorError('CLUSTER_UNREACHABLE', `no leader for ${topic}-${partition}`, { topic, partition });
+    }
+    return meta.leader;
+  }
+
+  private async broker(nodeId: number): Promise<InternalBroker> {
+    await this.connect();
+    return this.cluster.findBroker({ nodeId });
+  }
+
+  /** Fetch from one leader. The partitions must all be led by `leader`. */
+  async fetch(req: {
+    leader: number;
+    topic: string;
+    partitions: readonly FetchPartitionRequest[];
+    maxWaitMs: number;
+    minBytes?: number;
+    maxBytes: number;
+    isolationLevel: number;
+  }): Promise<FetchedPartition[]> {
+    const broker = await this.broker(req.leader);
+    const payload = encodeFetch({ ...req, minBytes: req.minBytes ?? 1 });
+    const result = (await broker.connectionPool.send({
+      request: { apiKey: API_FETCH, apiVersion: 11, apiName: 'Fetch', encode: async () => body(payload) },
+      response: { decode: async (b: Buffer) => decodeFetch(b), parse: async (d: unknown) => d },
+      requestTimeout: req.maxWaitMs + 30_000,
+    })) as { errorCode: number; partitions: FetchedPartition[] };
+    const topLevel = kafkaError(result.errorCode);
+    if (topLevel) throw new KmirrorError('CLUSTER_UNREACHABLE', `fetch from broker ${req.leader} failed: ${topLevel.type}`, { kafkaError: topLevel.type });
+    return result.partitions;
+  }
+
+  /** Produce one batch per partition to one leader; returns the broker-assigned base offsets. */
+  async produce(req: {
+    leader: number;
+    topic: string;
+    partitions: readonly ProducePartitionRequest[];
+    acks?: number;
+    timeoutMs?: number;
+  }): Promise<ProducedPartition[]> {
+    const broker = await this.broker(req.leader);
+    const payload = encodeProduce({ ...req, acks: req.acks ?? -1, timeoutMs: req.timeoutMs ?? 30_000 });
+    return (await broker.connectionPool.send({
+      request: { apiKey: API_PRODUCE, apiVersion: 8, apiName: 'Produce', encode: async () => body(payload) },
+      response: { decode: async (b: Buffer) => decodeProduce(b), parse: async (d: unknown) => d },
+      requestTimeout: (req.timeoutMs ?? 30_000) + 5_000,
+    })) as ProducedPartition[];
+  }
+
+  /** A fresh idempotent producer id (InitProducerId without a transactional id). */
+  async initProducerId(): Promise<{ producerId: bigint; producerEpoch: number }> {
+    await this.connect();
+    // The broker answers COORDINATOR_LOAD_IN_PROGRESS and the like (retriable) while its
+    // transaction state loads, e.g. right after start-up.
+    const deadline = Date.now() + 60_000;
+    for (let attempt = 0; ; attempt++) {
+      try {
+        const nodeIds = this.cluster.getNodeIds();
+        const broker = await this.broker(nodeIds[attempt % nodeIds.length]!);
+        const result = await broker.initProducerId({ transactionalId: null, transactionTimeout: 60_000 });
+        return { producerId: BigInt(result.producerId), producerEpoch: result.producerEpoch };
+      } catch (err) {
+        if (!(err as { retriable?: boolean }).retriable || Date.now() > deadline) throw err;
+        await new Promise((r) => setTimeout(r, Math.min(2_000, 100 * 2 ** attempt)));
+      }
+    }
+  }
+
+  /**
+   * ListOffsets at the leaders. which: 'earliest' = log start; 'latest' = high watermark
+   * (read_uncommitted) or last stable offset (read_committed).
+   */
+  async listOffsets(topic: string, partitions: readonly number[], which: 'earliest' | 'latest', isolationLevel: number = IsolationLevel.READ_UNCOMMITTED): Promise<Map<number, bigint>> {
+    const byLeader = new Map<number, number[]>();
+    for (const p of partitions) {
+      const leader = await this.leaderOf(topic, p);
+      byLeader.set(leader, [...(byLeader.get(leader) ?? []), p]);
+    }
+    const out = new Map<number, bigint>();
+    for (const [leader, ps] of byLeader) {
+      const broker = await this.broker(leader);
+      const result = await broker.listOffsets({
+        replicaId: -1,
+        isolationLevel,
+        topics: [{ topic, partitions: ps.map((partition) => ({ partition, timestamp: which === 'earliest' ? -2 : -1 })) }],
+      });
+      for (const response of result.responses) {
+        for (const p of response.partitions) {
+          const error = kafkaError(p.errorCode);
+          if (error) throw new KmirrorError('CLUSTER_UNREACHABLE', `list offsets ${topic}-${p.partition}: ${error.type}`, { kafkaError: error.type });
+          out.set(p.partition, BigInt(p.offset));
+        }
+      }
+    }
+    return out;
+  }
+}

@@ -1,0 +1,222 @@
+// Kafka RecordBatch v2 (magic 2), the on-disk and on-wire format kmirror copies byte for byte.
+//
+//   offset  field                  type
+//   0       baseOffset             int64   (rewritten by the broker on append)
+//   8       batchLength            int32   (bytes after this field)
+//   12      partitionLeaderEpoch   int32   (rewritten by the broker)
+//   16      magic                  int8    (2)
+//   17      crc                    uint32  CRC-32C of bytes [21, end)
+//   21      attributes             int16   bits 0-2 codec, 3 LogAppendTime, 4 transactional,
+//                                          5 control, 6 delete horizon set
+//   23      lastOffsetDelta        int32
+//   27      baseTimestamp          int64
+//   35      maxTimestamp           int64
+//   43      producerId             int64
+//   51      producerEpoch          int16
+//   53      baseSequence           int32
+//   57      recordsCount           int32
+//   61      records                (compressed as a whole when codec != 0)
+//
+//   Record: length varint, attributes int8, timestampDelta varlong, offsetDelta varint,
+//           key varint-length bytes (-1 = null), value likewise, headers varint count of
+//           (key varint-length utf8, value varint-length bytes, -1 = null).
+//
+// Pure: no I/O, no kafkajs. The copier re-stamps producer id/epoch/sequence and the CRC, and keeps
+// everything else — keys, values, headers (order, duplicates, nulls), timestamps, compression.
+import { crc32c } from '@node-rs/crc32';
+import { gunzipSync, zstdDecompressSync } from 'node:zlib';
+import { KmirrorError } from '../domain/errors.ts';
+
+export const BATCH_HEADER_BYTES = 61;
+const LOG_OVERHEAD = 12; // baseOffset + batchLength
+const CRC_START = 21;
+
+export const Codec = { none: 0, gzip: 1, snappy: 2, lz4: 3, zstd: 4 } as const;
+const ATTR_CODEC_MASK = 0x07;
+const ATTR_LOG_APPEND_TIME = 0x08;
+const ATTR_TRANSACTIONAL = 0x10;
+const ATTR_CONTROL = 0x20;
+const ATTR_DELETE_HORIZON = 0x40;
+
+/** A batch as fetched from the source: its header fields and its exact bytes. */
+export interface RawBatch {
+  readonly baseOffset: bigint;
+  /** baseOffset + lastOffsetDelta */
+  readonly lastOffset: bigint;
+  readonly leaderEpoch: number;
+  readonly attributes: number;
+  readonly codec: number;
+  readonly isTransactional: boolean;
+  readonly isControl: boolean;
+  readonly hasDeleteHorizon: boolean;
+  readonly logAppendTime: boolean;
+  readonly producerId: bigint;
+  readonly recordsCount: number;
+  readonly baseTimestamp: bigint;
+  readonly maxTimestamp: bigint;
+  /** The whole batch, header included. A view into the fetch response buffer. */
+  readonly bytes: Buffer;
+}
+
+/** True when the batch's offsets run base..last without a hole (compaction can leave holes). */
+export function isContiguous(batch: RawBatch): boolean {
+  return BigInt(batch.recordsCount) === batch.lastOffset - batch.baseOffset + 1n;
+}
+
+/**
+ * Split a fetch response's record set into batches. A trailing partial batch (the broker cuts at
+ * maxBytes) is dropped; the next fetch starts at its offset. Legacy message sets (magic < 2) are
+ * refused: Kafka 4 brokers do not write them.
+ */
+export function splitBatches(records: Buffer): RawBatch[] {
+  const batches: RawBatch[] = [];
+  let pos = 0;
+  while (pos + LOG_OVERHEAD <= records.length) {
+    const batchLength = records.readInt32BE(pos + 8);
+    const end = pos + LOG_OVERHEAD + batchLength;
+    if (end > records.length) break;
+    const magic = records.readInt8(pos + 16);
+    if (magic !== 2) {
+      throw new KmirrorError('INVALID_ARGUMENT', `record batch at offset ${records.readBigInt64BE(pos)} has magic ${magic}; only magic 2 is supported`);
+    }
+    const bytes = records.subarray(pos, end);
+    const attributes = bytes.readInt16BE(21);
+    const baseOffset = bytes.readBigInt64BE(0);
+    batches.push({
+      baseOffset,
+      lastOffset: baseOffset + BigInt(bytes.readInt32BE(23)),
+      leaderEpoch: bytes.readInt32BE(12),
+      attributes,
+      codec: attributes & ATTR_CODEC_MASK,
+      isTransactional: (attributes & ATTR_TRANSACTIONAL) !== 0,
+      isControl: (attributes & ATTR_CONTROL) !== 0,
+      hasDeleteHorizon: (attributes & ATTR_DELETE_HORIZON) !== 0,
+      logAppendTime: (attributes & ATTR_LOG_APPEND_TIME) !== 0,
+      producerId: bytes.readBigInt64BE(43),
+      recordsCount: bytes.readInt32BE(57),
+      baseTimestamp: bytes.readBigInt64BE(27),
+      maxTimestamp: bytes.readBigInt64BE(35),
+      bytes,
+    });
+    pos = end;
+  }
+  return batches;
+}
+
+export interface ProducerStamp {
+  readonly producerId: bigint;
+  readonly producerEpoch: number;
+  readonly baseSequence: number;
+}
+
+/**
+ * A copy of `batch` ready to produce as an idempotent, non-transactional batch: producer id,
+ * epoch and sequence replaced, transactional bit cleared (only committed data is copied), base
+ * offset and leader epoch zeroed (the broker assigns them), CRC recomputed. Records untouched.
+ */
+export function restampBatch(batch: RawBatch, stamp: ProducerStamp): Buffer {
+  const out = Buffer.from(batch.bytes);
+  out.writeBigInt64BE(0n, 0);
+  out.writeInt32BE(-1, 12);
+  out.writeInt16BE(batch.attributes & ~ATTR_TRANSACTIONAL & ~ATTR_LOG_APPEND_TIME, 21);
+  out.writeBigInt64BE(stamp.producerId, 43);
+  out.writeInt16BE(stamp.producerEpoch, 51);
+  out.writeInt32BE(stamp.baseSequence, 53);
+  out.writeUInt32BE(crc32c(out.subarray(CRC_START)), 17);
+  return out;
+}
+
+/** CRC check of a fetched batch (the broker validates produced ones; we validate fetched ones). */
+export function crcValid(batch: RawBatch): boolean {
+  return batch.bytes.readUInt32BE(17) === crc32c(batch.bytes.subarray(CRC_START));
+}
+
+export interface RecordHeader {
+  readonly key: string;
+  readonly value: Buffer | null;
+}
+
+export interface DecodedRecord {
+  readonly offset: bigint;
+  readonly timestamp: bigint;
+  readonly key: Buffer | null;
+  readonly value: Buffer | null;
+  /** In wire order, duplicates kept. */
+  readonly headers: readonly RecordHeader[];
+}
+
+class Reader {
+  pos = 0;
+  constructor(readonly buf: Buffer) {}
+
+  varint(): number {
+    let shift = 0;
+    let result = 0;
+    for (;;) {
+      const byte = this.buf[this.pos++];
+      if (byte === undefined) throw new KmirrorError('INVALID_ARGUMENT', 'truncated varint in record');
+      result += (byte & 0x7f) * 2 ** shift;
+      if ((byte & 0x80) === 0) break;
+      shift += 7;
+      if (shift > 63) throw new KmirrorError('INVALID_ARGUMENT', 'varint too long in record');
+    }
+    // zigzag
+    return result % 2 === 0 ? result / 2 : -(result + 1) / 2;
+  }
+
+  bytes(): Buffer | null {
+    const length = this.varint();
+    if (length < 0) return null;
+    const out = this.buf.subarray(this.pos, this.pos + length);
+    this.pos += length;
+    return out;
+  }
+}
+
+function recordsPayload(batch: RawBatch): Buffer {
+  const body = batch.bytes.subarray(BATCH_HEADER_BYTES);
+  switch (batch.codec) {
+    case Codec.none:
+      return body;
+    case Codec.gzip:
+      return gunzipSync(body);
+    case Codec.zstd:
+      return zstdDecompressSync(body);
+    default:
+      throw new KmirrorError(
+        'INVALID_ARGUMENT',
+        `decoding records compressed with codec ${batch.codec} (snappy/lz4) is not supported; copying them is (batches are copied unchanged)`,
+      );
+  }
+}
+
+/** Decode the records of a data batch (for verify and boundary checksums; copying never decodes). */
+export function decodeRecords(batch: RawBatch): DecodedRecord[] {
+  if (batch.isControl) return [];
+  const reader = new Reader(recordsPayload(batch));
+  const records: DecodedRecord[] = [];
+  for (let i = 0; i < batch.recordsCount; i++) {
+    const length = reader.varint();
+    const end = reader.pos + length;
+    reader.pos += 1; // record attributes (unused)
+    const timestampDelta = reader.varint();
+    const offsetDelta = reader.varint();
+    const key = reader.bytes();
+    const value = reader.bytes();
+    const headerCount = reader.varint();
+    const headers: RecordHeader[] = [];
+    for (let h = 0; h < headerCount; h++) {
+      const headerKey = reader.bytes();
+      headers.push({ key: headerKey === null ? '' : headerKey.toString('utf8'), value: reader.bytes() });
+    }
+    reader.pos = end;
+    records.push({
+      offset: batch.baseOffset + BigInt(offsetDelta),
+      timestamp: batch.logAppendTime ? batch.maxTimestamp : batch.baseTimestamp + BigInt(timestampDelta),
+      key,
+      value,
+      headers,
+    });
+  }
+  return records;
+}
