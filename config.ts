@@ -1,8 +1,11 @@
 // Process configuration: parsed once from the environment, validated, frozen, then injected
 // (STYLE 14). Every variable is documented in .env.example. A secret can be given inline (NAME) or
 // as a path to a file that holds it (NAME_FILE, as the local stack and Docker secrets do).
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { parseEnv } from 'node:util';
 import { KmirrorError } from './domain/errors.ts';
+import { stackDir } from './scripts/stack/topology.ts';
 
 export interface Config {
   readonly databaseUrl: string;
@@ -12,7 +15,7 @@ export interface Config {
   readonly logLevel: 'debug' | 'info' | 'warn' | 'error';
 }
 
-type Env = Readonly<Record<string, string | undefined>>;
+export type Env = Readonly<Record<string, string | undefined>>;
 
 export function readVar(env: Env, name: string): string | undefined {
   const inline = env[name];
@@ -65,4 +68,48 @@ export function loadConfig(env: Env = process.env): Config {
     secretKey: parseSecretKey(env),
     logLevel: logLevel as Config['logLevel'],
   });
+}
+
+export interface EnvWithFile {
+  /** The explicit environment with the file's variables added beneath it. */
+  readonly env: Env;
+  /** The file that was read, if any. */
+  readonly file?: string;
+  /** Names taken from the file (names only: values may be secrets). */
+  readonly fromFile: readonly string[];
+}
+
+/** The KEY=value file under the explicit environment: KMIRROR_ENV_FILE when set (it must exist;
+ *  /dev/null reads nothing), else the local stack's env file (`<KMIRROR_STACK_DIR or .stack>/env`,
+ *  written by `npm run stack -- up`) when it exists. */
+export function envFilePath(env: Env): string | undefined {
+  const explicit = env.KMIRROR_ENV_FILE;
+  if (explicit !== undefined && explicit !== '') return resolve(explicit);
+  const stackEnv = resolve(stackDir, 'env');
+  return existsSync(stackEnv) ? stackEnv : undefined;
+}
+
+/** Layer the env file (envFilePath) under `env`, which always wins. NAME and NAME_FILE count as one
+ *  variable: when either is set explicitly, the file supplies neither, so an explicit password is
+ *  never shadowed by the stack's password file (readVar prefers the inline value). Used by the worker
+ *  and the CLI before loadConfig(); the result is a new object, process.env is left alone. */
+export function withEnvFile(env: Env = process.env): EnvWithFile {
+  const file = envFilePath(env);
+  if (file === undefined) return { env, fromFile: [] };
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (err) {
+    throw new KmirrorError('INVALID_CONFIG', `env file ${file} (KMIRROR_ENV_FILE) cannot be read: ${(err as NodeJS.ErrnoException).code ?? 'error'}`, {}, { cause: err });
+  }
+  const isSet = (name: string): boolean => env[name] !== undefined;
+  const merged: Record<string, string | undefined> = { ...env };
+  const fromFile: string[] = [];
+  for (const [name, value] of Object.entries(parseEnv(text))) {
+    const base = name.endsWith('_FILE') ? name.slice(0, -'_FILE'.length) : name;
+    if (isSet(base) || isSet(`${base}_FILE`) || value === undefined) continue;
+    merged[name] = value;
+    fromFile.push(name);
+  }
+  return { env: Object.freeze(merged), file, fromFile };
 }

@@ -30,6 +30,9 @@ export const ErrorCodes = [
   'EVENT_CHAIN_BROKEN',
   'SECRET_KEY_INVALID',
   'STACK_PREREQUISITE_MISSING',
+  'TEMPORAL_UNREACHABLE',
+  /** An error that is not a KmirrorError: a bug or an unmapped failure; the message says what. */
+  'INTERNAL',
 ] as const;
 export type ErrorCode = (typeof ErrorCodes)[number];
 

@@ -1,2 +1,2 @@
 // Barrel the worker loads as its workflowsPath. One workflow per file, exported here.
-export {};
+export { ping } from './ping.ts';

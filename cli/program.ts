@@ -1,0 +1,79 @@
+// The `kmirror` command line. Commands exist only when they work: today that is `worker`; the
+// mirror operations arrive with the workflows that implement them.
+//
+// Exit codes: 0 success, 1 a failure reported as `error <CODE>: <message>` (with --json as
+// {"error":{"code","message"}} on stdout), 2 a usage error (INVALID_ARGUMENT).
+import { Command, CommanderError } from 'commander';
+import { readFileSync } from 'node:fs';
+import { KmirrorError } from '../domain/errors.ts';
+import { printError, processOutput, type Output } from './output.ts';
+
+interface GlobalOptions {
+  json?: boolean;
+}
+
+const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string };
+
+const environmentHelp = `
+Configuration comes from environment variables (every one is described in .env.example):
+  TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE, TEMPORAL_TASK_QUEUE   where the worker polls
+  DATABASE_URL                                                the event store
+  KMIRROR_SECRET_KEY[_FILE]                                   key for stored cluster credentials
+  KMIRROR_LOG_LEVEL                                           debug | info | warn | error
+Variables not set in the environment are read from KMIRROR_ENV_FILE, by default the local
+stack's .stack/env (written by \`npm run stack -- up\`). The environment always wins.
+
+Exit codes: 0 ok, 1 error (printed as "error <CODE>: <message>"), 2 usage error.
+With --json, errors are printed on stdout as {"error":{"code":"<CODE>","message":"…"}}.`;
+
+export function buildProgram(output: Output = processOutput): Command {
+  const program = new Command('kmirror')
+    .description('Offset-preserving, KIP-1279-style cluster mirroring for stock Apache Kafka')
+    .version(pkg.version, '-V, --version', 'print the kmirror version')
+    .option('--json', 'machine-readable output (errors as {"error":{"code","message"}} on stdout)')
+    .helpOption('-h, --help', 'show help for kmirror or a command')
+    .helpCommand('help [command]', 'show help for a command')
+    .addHelpText('after', environmentHelp)
+    .showSuggestionAfterError()
+    .exitOverride()
+    .configureOutput({
+      writeOut: output.stdout,
+      writeErr: output.stderr,
+      // Usage errors are reported by runCli in the common error format instead.
+      outputError: () => {},
+    });
+
+  program
+    .command('worker')
+    .description(
+      'run the Temporal worker on TEMPORAL_TASK_QUEUE (default kmirror) until SIGINT/SIGTERM; same as `npm start`',
+    )
+    .action(async () => {
+      // Loaded on use: the Temporal worker and its native bridge are not needed for --help.
+      const { workerMain } = await import('../worker.ts');
+      await workerMain();
+    });
+
+  return program;
+}
+
+/** Parse and run; returns the exit code instead of exiting, so tests can call it in-process. */
+export async function runCli(argv: readonly string[], output: Output = processOutput): Promise<number> {
+  const program = buildProgram(output);
+  try {
+    await program.parseAsync([...argv]);
+    return 0;
+  } catch (err) {
+    const json = program.opts<GlobalOptions>().json ?? argv.includes('--json');
+    if (err instanceof CommanderError) {
+      if (err.code === 'commander.helpDisplayed' || err.code === 'commander.version') return 0;
+      // `kmirror` alone prints the help (to stderr) and exits 1, as commander does.
+      if (err.code === 'commander.help') return err.exitCode;
+      const message = `${err.message.replace(/^error: /, '').replaceAll('\n', ' ')}; see \`kmirror --help\``;
+      printError(new KmirrorError('INVALID_ARGUMENT', message), { json, output });
+      return 2;
+    }
+    printError(err, { json, output });
+    return 1;
+  }
+}

@@ -1,0 +1,130 @@
+// The kmirror worker: a Temporal worker on the configured task queue (`kmirror`) that runs the
+// workflows in workflows/index.ts and the activities composed below. `npm start` runs this file;
+// `kmirror worker` calls workerMain() in-process.
+//
+// Lifecycle contract: SIGINT or SIGTERM starts a graceful shutdown (stop polling, let running
+// activities finish for SHUTDOWN_GRACE, then cancel them); further signals are ignored while it
+// runs, and SHUTDOWN_FORCE bounds it. A clean stop resolves (exit code 0); a failure to connect or a
+// worker crash rejects with a KmirrorError.
+import { NativeConnection, Runtime, TransportError, Worker, type LogLevel as TemporalLogLevel, type Logger as TemporalLogger, type LogMetadata } from '@temporalio/worker';
+import { realpathSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { createPingActivities } from './activities/ping.ts';
+import { loadConfig, withEnvFile, type Config, type Env } from './config.ts';
+import { printError } from './cli/output.ts';
+import { KmirrorError } from './domain/errors.ts';
+import { createLogger, type Logger } from './log.ts';
+
+const SHUTDOWN_GRACE = '10 seconds';
+const SHUTDOWN_FORCE = '30 seconds';
+const SHUTDOWN_SIGNALS = ['SIGINT', 'SIGTERM'] as const;
+
+/** The Temporal SDK's logger interface over ours (SDK and workflow/activity context logs). */
+function temporalLogger(log: Logger): TemporalLogger {
+  const levels: Record<TemporalLogLevel, (msg: string, meta?: LogMetadata) => void> = {
+    TRACE: (msg, meta) => log.debug(msg, meta),
+    DEBUG: (msg, meta) => log.debug(msg, meta),
+    INFO: (msg, meta) => log.info(msg, meta),
+    WARN: (msg, meta) => log.warn(msg, meta),
+    ERROR: (msg, meta) => log.error(msg, meta),
+  };
+  return {
+    log: (level, msg, meta) => levels[level](msg, meta),
+    trace: levels.TRACE,
+    debug: levels.DEBUG,
+    info: levels.INFO,
+    warn: levels.WARN,
+    error: levels.ERROR,
+  };
+}
+
+/** Summarise the core bridge's transport error (a Rust debug string) for an operator. */
+function unreachable(address: string, err: Error): KmirrorError {
+  const os = /message: "([^"]+)"/.exec(err.message)?.[1];
+  const reason = os ?? err.message;
+  return new KmirrorError(
+    'TEMPORAL_UNREACHABLE',
+    `cannot connect to Temporal at ${address} (${reason}); is it running? \`npm run stack -- up\` starts the local one`,
+    { address },
+    { cause: err },
+  );
+}
+
+/** Run the worker until a shutdown signal (or a fatal worker error). */
+export async function runWorker(config: Config, log: Logger): Promise<void> {
+  const { address, namespace, taskQueue } = config.temporal;
+  // Core (Rust) logs are forwarded to our logger too, so nothing bypasses redaction.
+  Runtime.install({
+    logger: temporalLogger(log.child({ component: 'temporal' })),
+    shutdownSignals: [],
+    telemetryOptions: { logging: { filter: { core: 'WARN', other: 'ERROR' }, forward: {} } },
+  });
+  let connection: NativeConnection;
+  try {
+    connection = await NativeConnection.connect({ address });
+  } catch (err) {
+    if (err instanceof TransportError) throw unreachable(address, err);
+    throw err;
+  }
+  try {
+    const worker = await Worker.create({
+      connection,
+      namespace,
+      taskQueue,
+      workflowsPath: fileURLToPath(new URL('./workflows/index.ts', import.meta.url)),
+      activities: { ...createPingActivities() },
+      shutdownGraceTime: SHUTDOWN_GRACE,
+      shutdownForceTime: SHUTDOWN_FORCE,
+    });
+    let stopping = false;
+    const onSignal = (signal: NodeJS.Signals): void => {
+      if (stopping) {
+        log.debug('shutdown already in progress', { signal });
+        return;
+      }
+      stopping = true;
+      log.info('shutting down', { signal });
+      worker.shutdown();
+    };
+    for (const s of SHUTDOWN_SIGNALS) process.on(s, onSignal);
+    try {
+      log.info('worker running', { address, namespace, taskQueue });
+      await worker.run();
+    } finally {
+      for (const s of SHUTDOWN_SIGNALS) process.off(s, onSignal);
+    }
+    log.info('worker stopped', { taskQueue });
+  } finally {
+    await connection.close();
+  }
+}
+
+/** Entry point shared by `npm start` and `kmirror worker`: env file, config (once), logger, run. */
+export async function workerMain(explicitEnv: Env = process.env): Promise<void> {
+  const { env, file, fromFile } = withEnvFile(explicitEnv);
+  const config = loadConfig(env);
+  const log = createLogger({ level: config.logLevel, fields: { service: 'kmirror-worker', pid: process.pid } });
+  if (file !== undefined) log.debug('read env file', { file, variables: fromFile });
+  await runWorker(config, log);
+}
+
+/** True when this file is the process's main module (`tsx worker.ts`), not an import. tsx does not
+ *  provide import.meta.main, hence the comparison. */
+function isEntryPoint(): boolean {
+  const main = process.argv[1];
+  if (main === undefined) return false;
+  try {
+    return realpathSync(main) === fileURLToPath(import.meta.url);
+  } catch {
+    return false; // argv[1] is not a file (node -e, a REPL): not us
+  }
+}
+
+if (isEntryPoint()) {
+  try {
+    await workerMain();
+  } catch (err) {
+    printError(err, { json: false });
+    process.exitCode = 1;
+  }
+}
