@@ -220,3 +220,107 @@ export function decodeRecords(batch: RawBatch): DecodedRecord[] {
   }
   return records;
 }
+
+export interface RecordToEncode {
+  readonly timestamp: bigint;
+  readonly key: Buffer | null;
+  readonly value: Buffer | null;
+  readonly headers: readonly RecordHeader[];
+}
+
+function zigzag(value: number): number {
+  return value >= 0 ? value * 2 : -value * 2 - 1;
+}
+
+function varintSize(value: number): number {
+  let v = zigzag(value);
+  let size = 1;
+  while (v >= 0x80) {
+    v = Math.floor(v / 128);
+    size++;
+  }
+  return size;
+}
+
+function writeVarint(buf: Buffer, pos: number, value: number): number {
+  let v = zigzag(value);
+  while (v >= 0x80) {
+    buf[pos++] = (v % 128) | 0x80;
+    v = Math.floor(v / 128);
+  }
+  buf[pos++] = v;
+  return pos;
+}
+
+function bytesSize(b: Buffer | null): number {
+  return b === null ? varintSize(-1) : varintSize(b.length) + b.length;
+}
+
+function writeBytes(buf: Buffer, pos: number, b: Buffer | null): number {
+  if (b === null) return writeVarint(buf, pos, -1);
+  pos = writeVarint(buf, pos, b.length);
+  b.copy(buf, pos);
+  return pos + b.length;
+}
+
+/**
+ * Encode an uncompressed batch (offset deltas 0..n-1) stamped for an idempotent producer. Used for
+ * alignment fillers and for the tail of a source batch whose head is already on the destination.
+ */
+export function encodeBatch(records: readonly RecordToEncode[], stamp: ProducerStamp): Buffer {
+  if (records.length === 0) throw new KmirrorError('INVALID_ARGUMENT', 'cannot encode an empty batch');
+  const baseTimestamp = records[0]!.timestamp;
+  let maxTimestamp = baseTimestamp;
+  const encoded = records.map((r, i) => {
+    if (r.timestamp > maxTimestamp) maxTimestamp = r.timestamp;
+    const headerKeys = r.headers.map((h) => Buffer.from(h.key, 'utf8'));
+    const timestampDelta = Number(r.timestamp - baseTimestamp);
+    let body = 1 + varintSize(timestampDelta) + varintSize(i) + bytesSize(r.key) + bytesSize(r.value) + varintSize(r.headers.length);
+    r.headers.forEach((h, j) => {
+      body += bytesSize(headerKeys[j]!) + bytesSize(h.value);
+    });
+    return { r, headerKeys, timestampDelta, body };
+  });
+  const total = BATCH_HEADER_BYTES + encoded.reduce((n, e) => n + varintSize(e.body) + e.body, 0);
+  const out = Buffer.alloc(total);
+  out.writeBigInt64BE(0n, 0);
+  out.writeInt32BE(total - LOG_OVERHEAD, 8);
+  out.writeInt32BE(-1, 12);
+  out.writeInt8(2, 16);
+  out.writeInt16BE(0, 21);
+  out.writeInt32BE(records.length - 1, 23);
+  out.writeBigInt64BE(baseTimestamp, 27);
+  out.writeBigInt64BE(maxTimestamp, 35);
+  out.writeBigInt64BE(stamp.producerId, 43);
+  out.writeInt16BE(stamp.producerEpoch, 51);
+  out.writeInt32BE(stamp.baseSequence, 53);
+  out.writeInt32BE(records.length, 57);
+  let pos = BATCH_HEADER_BYTES;
+  encoded.forEach((e, i) => {
+    pos = writeVarint(out, pos, e.body);
+    out.writeInt8(0, pos++);
+    pos = writeVarint(out, pos, e.timestampDelta);
+    pos = writeVarint(out, pos, i);
+    pos = writeBytes(out, pos, e.r.key);
+    pos = writeBytes(out, pos, e.r.value);
+    pos = writeVarint(out, pos, e.r.headers.length);
+    e.r.headers.forEach((h, j) => {
+      pos = writeBytes(out, pos, e.headerKeys[j]!);
+      pos = writeBytes(out, pos, h.value);
+    });
+  });
+  out.writeUInt32BE(crc32c(out.subarray(CRC_START)), 17);
+  return out;
+}
+
+/** Parse one encoded batch back into a RawBatch (for tests and for re-encoded tails). */
+export function asRawBatch(bytes: Buffer): RawBatch {
+  const [batch] = splitBatches(bytes);
+  if (!batch) throw new KmirrorError('INVALID_ARGUMENT', 'not a complete record batch');
+  return batch;
+}
+
+/** Sequence numbers are int32 and wrap to 0 after 2^31-1, as the broker expects. */
+export function nextSequence(sequence: number, records: number): number {
+  return (sequence + records) % 2 ** 31;
+}
