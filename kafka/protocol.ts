@@ -37,6 +37,7 @@ interface InternalBroker {
     producerId: string;
     producerEpoch: number;
   }>;
+  deleteRecords(req: { topics: { topic: string; partitions: { partition: number; offset: string }[] }[] }): Promise<unknown>;
   listOffsets(req: {
     replicaId?: number;
     isolationLevel: number;
@@ -243,6 +244,21 @@ function decodeFetch(payload: Buffer): { errorCode: number; partitions: FetchedP
   return { errorCode, partitions };
 }
 
+/**
+ * Aborted-transaction filter for one read_committed fetch (the protocol's client-side rule): a
+ * transactional batch is aborted when its producer has an entry in the response's abort list
+ * whose first offset is at or before the batch.
+ */
+export class AbortedTransactions {
+  private readonly firstOffsets = new Map<bigint, bigint[]>();
+  constructor(list: readonly { producerId: bigint; firstOffset: bigint }[]) {
+    for (const { producerId, firstOffset } of list) this.firstOffsets.set(producerId, [...(this.firstOffsets.get(producerId) ?? []), firstOffset]);
+  }
+  isAborted(batch: RawBatch): boolean {
+    return (this.firstOffsets.get(batch.producerId) ?? []).some((first) => first <= batch.baseOffset);
+  }
+}
+
 // --- produce ----------------------------------------------------------------------------------
 export interface ProducePartitionRequest {
   readonly partition: number;
@@ -395,18 +411,30 @@ export class RawCluster {
     }
   }
 
+  private async byLeader(topic: string, partitions: Iterable<number>): Promise<Map<number, number[]>> {
+    const groups = new Map<number, number[]>();
+    for (const p of partitions) {
+      const leader = await this.leaderOf(topic, p);
+      groups.set(leader, [...(groups.get(leader) ?? []), p]);
+    }
+    return groups;
+  }
+
+  /** DeleteRecords at the leaders: each partition's log start moves up to the given offset. */
+  async deleteRecords(topic: string, before: ReadonlyMap<number, bigint>): Promise<void> {
+    for (const [leader, ps] of await this.byLeader(topic, before.keys())) {
+      const broker = await this.broker(leader);
+      await broker.deleteRecords({ topics: [{ topic, partitions: ps.map((partition) => ({ partition, offset: before.get(partition)!.toString() })) }] });
+    }
+  }
+
   /**
    * ListOffsets at the leaders. which: 'earliest' = log start; 'latest' = high watermark
    * (read_uncommitted) or last stable offset (read_committed).
    */
   async listOffsets(topic: string, partitions: readonly number[], which: 'earliest' | 'latest', isolationLevel: number = IsolationLevel.READ_UNCOMMITTED): Promise<Map<number, bigint>> {
-    const byLeader = new Map<number, number[]>();
-    for (const p of partitions) {
-      const leader = await this.leaderOf(topic, p);
-      byLeader.set(leader, [...(byLeader.get(leader) ?? []), p]);
-    }
     const out = new Map<number, bigint>();
-    for (const [leader, ps] of byLeader) {
+    for (const [leader, ps] of await this.byLeader(topic, partitions)) {
       const broker = await this.broker(leader);
       const result = await broker.listOffsets({
         replicaId: -1,
