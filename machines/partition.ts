@@ -1,0 +1,229 @@
+// The partition lifecycle of KIP-1279, as the single authority on which transitions exist.
+//
+// Pure: no actors, no timers, no side effects. Time and outside facts arrive as events; the
+// chart is driven with xstate's `initialTransition` / `transition`. A partition is persisted as
+// its state value plus context (`PartitionStatus`), and `restorePartition` turns that back into a
+// snapshot, so projections and decide() fold with the same chart.
+//
+// Transitions (KIP-1279, plus the no-dead-end rule of DESIGN.md §3):
+//   (new)            → LOG_TRUNCATION          initial state
+//   LOG_TRUNCATION   → MIRRORING  TRUNCATED    aligned, ISR converged
+//   MIRRORING        → PAUSING    PAUSE
+//   PAUSING          → PAUSED     PAUSED       fetching has really stopped
+//   PAUSED           → MIRRORING  RESUME
+//   LOG_TRUNCATION, MIRRORING, PAUSING, PAUSED, FAILED → STOPPING  STOP (failover or promote)
+//   STOPPING         → STOPPED    STOPPED      writable
+//   STOPPED, FAILED  → LOG_TRUNCATION  START   restart / re-mirror
+//   any              → FAILED     FAIL         FAILED→FAILED replaces the error, keeps previousState
+//   FAILED           → previousState  RETRY    automatic: only while retryable and attempts remain;
+//                                              operator: always, and resets the attempt count
+//   MIRRORING, PAUSING, PAUSED, STOPPING: RECORD_POSITION (stays; offset must not go backwards)
+// Context invariant: previousState, error and retryable are non-null exactly in FAILED.
+import { and, assign, setup, transition, type SnapshotFrom } from 'xstate';
+
+export const PartitionStates = ['LOG_TRUNCATION', 'MIRRORING', 'PAUSING', 'PAUSED', 'STOPPING', 'STOPPED', 'FAILED'] as const;
+export type PartitionState = (typeof PartitionStates)[number];
+/** The states a failure can happen in, and so the states a retry can return to. */
+export type RecoverableState = Exclude<PartitionState, 'FAILED'>;
+export const RecoverableStates: readonly RecoverableState[] = PartitionStates.filter((s): s is RecoverableState => s !== 'FAILED');
+
+export type StopMode = 'failover' | 'promote';
+export type RetryTrigger = 'automatic' | 'operator';
+
+export interface PartitionError {
+  readonly code: string;
+  readonly message: string;
+}
+
+/** Where the destination log ended when last recorded: the failback truncation point (DESIGN §6). */
+export interface LastMirrored {
+  readonly offset: bigint;
+  /** Source leader epoch of the last mirrored batch. */
+  readonly leaderEpoch: number;
+  /** Checksum of the last mirrored record (the boundary record). */
+  readonly checksum: string;
+}
+
+export interface PartitionContext {
+  /** The state a FAILED partition retries to; null outside FAILED. */
+  readonly previousState: RecoverableState | null;
+  /** Automatic retries taken since the partition last made progress. */
+  readonly retryAttempt: number;
+  /** Whether the failure may be retried automatically; null outside FAILED. */
+  readonly retryable: boolean | null;
+  readonly error: PartitionError | null;
+  /** How the current or last stop was asked for; a retried STOPPING needs it. */
+  readonly stopMode: StopMode | null;
+  readonly lastMirrored: LastMirrored | null;
+}
+
+export type PartitionEvent =
+  | { readonly type: 'TRUNCATED' }
+  | { readonly type: 'PAUSE' }
+  | { readonly type: 'PAUSED' }
+  | { readonly type: 'RESUME' }
+  | { readonly type: 'STOP'; readonly mode: StopMode }
+  | { readonly type: 'STOPPED' }
+  | { readonly type: 'START' }
+  | { readonly type: 'FAIL'; readonly error: PartitionError; readonly retryable: boolean }
+  | { readonly type: 'RETRY'; readonly trigger: RetryTrigger }
+  | { readonly type: 'RECORD_POSITION'; readonly position: LastMirrored };
+export type PartitionEventType = PartitionEvent['type'];
+export const PartitionEventTypes: readonly PartitionEventType[] = ['TRUNCATED', 'PAUSE', 'PAUSED', 'RESUME', 'STOP', 'STOPPED', 'START', 'FAIL', 'RETRY', 'RECORD_POSITION'];
+
+/** The KIP's retry policy: exponential backoff from 1 s, capped at 300 s, 100 attempts. */
+export const RetryPolicy = Object.freeze({ initialDelayMs: 1_000, maxDelayMs: 300_000, maxAttempts: 100 });
+
+/** Delay before automatic retry number `attempt + 1`; the workflow waits it out, not the chart. */
+export function retryDelayMs(attempt: number): number {
+  return Math.min(RetryPolicy.maxDelayMs, RetryPolicy.initialDelayMs * 2 ** Math.max(0, attempt));
+}
+
+export const initialPartitionContext: PartitionContext = Object.freeze({
+  previousState: null,
+  retryAttempt: 0,
+  retryable: null,
+  error: null,
+  stopMode: null,
+  lastMirrored: null,
+});
+
+const progressed = {
+  previousState: null,
+  retryAttempt: 0,
+  retryable: null,
+  error: null,
+} as const;
+
+export const partitionMachine = setup({
+  types: {
+    context: {} as PartitionContext,
+    events: {} as PartitionEvent,
+    input: {} as { readonly lastMirrored?: LastMirrored | null },
+  },
+  guards: {
+    automaticRetryAllowed: ({ context, event }) =>
+      event.type === 'RETRY' &&
+      (event.trigger === 'operator' || (context.retryable === true && context.retryAttempt < RetryPolicy.maxAttempts)),
+    failedIn: ({ context }, params: { state: RecoverableState }) => context.previousState === params.state,
+    positionAdvances: ({ context, event }) =>
+      event.type === 'RECORD_POSITION' &&
+      event.position.offset >= 0n &&
+      (context.lastMirrored === null || event.position.offset >= context.lastMirrored.offset),
+  },
+  actions: {
+    progress: assign(() => progressed),
+    stop: assign(({ event }) => ({ ...progressed, stopMode: event.type === 'STOP' ? event.mode : null })),
+    restart: assign(() => ({ ...progressed, stopMode: null })),
+    fail: assign(({ event }, params: { from: RecoverableState }) => {
+      if (event.type !== 'FAIL') return {};
+      return { previousState: params.from, error: event.error, retryable: event.retryable };
+    }),
+    replaceFailure: assign(({ event }) => {
+      if (event.type !== 'FAIL') return {};
+      return { error: event.error, retryable: event.retryable };
+    }),
+    retry: assign(({ context, event }) => ({
+      previousState: null,
+      retryable: null,
+      error: null,
+      retryAttempt: event.type === 'RETRY' && event.trigger === 'operator' ? 0 : context.retryAttempt + 1,
+    })),
+    recordPosition: assign(({ event }) => {
+      if (event.type !== 'RECORD_POSITION') return {};
+      return { ...progressed, lastMirrored: event.position };
+    }),
+  },
+}).createMachine({
+  id: 'partition',
+  initial: 'LOG_TRUNCATION',
+  context: ({ input }) => ({ ...initialPartitionContext, lastMirrored: input.lastMirrored ?? null }),
+  states: {
+    LOG_TRUNCATION: {
+      on: {
+        TRUNCATED: { target: 'MIRRORING', actions: 'progress' },
+        STOP: { target: 'STOPPING', actions: 'stop' },
+        FAIL: { target: 'FAILED', actions: { type: 'fail', params: { from: 'LOG_TRUNCATION' } } },
+      },
+    },
+    MIRRORING: {
+      on: {
+        PAUSE: { target: 'PAUSING', actions: 'progress' },
+        STOP: { target: 'STOPPING', actions: 'stop' },
+        RECORD_POSITION: { guard: 'positionAdvances', actions: 'recordPosition' },
+        FAIL: { target: 'FAILED', actions: { type: 'fail', params: { from: 'MIRRORING' } } },
+      },
+    },
+    PAUSING: {
+      on: {
+        PAUSED: { target: 'PAUSED', actions: 'progress' },
+        STOP: { target: 'STOPPING', actions: 'stop' },
+        RECORD_POSITION: { guard: 'positionAdvances', actions: 'recordPosition' },
+        FAIL: { target: 'FAILED', actions: { type: 'fail', params: { from: 'PAUSING' } } },
+      },
+    },
+    PAUSED: {
+      on: {
+        RESUME: { target: 'MIRRORING', actions: 'progress' },
+        STOP: { target: 'STOPPING', actions: 'stop' },
+        RECORD_POSITION: { guard: 'positionAdvances', actions: 'recordPosition' },
+        FAIL: { target: 'FAILED', actions: { type: 'fail', params: { from: 'PAUSED' } } },
+      },
+    },
+    STOPPING: {
+      on: {
+        STOPPED: { target: 'STOPPED', actions: 'progress' },
+        RECORD_POSITION: { guard: 'positionAdvances', actions: 'recordPosition' },
+        FAIL: { target: 'FAILED', actions: { type: 'fail', params: { from: 'STOPPING' } } },
+      },
+    },
+    STOPPED: {
+      on: {
+        START: { target: 'LOG_TRUNCATION', actions: 'restart' },
+        FAIL: { target: 'FAILED', actions: { type: 'fail', params: { from: 'STOPPED' } } },
+      },
+    },
+    FAILED: {
+      on: {
+        RETRY: RecoverableStates.map((state) => ({
+          guard: and(['automaticRetryAllowed', { type: 'failedIn', params: { state } }]),
+          target: state,
+          actions: 'retry' as const,
+        })),
+        STOP: { target: 'STOPPING', actions: 'stop' },
+        START: { target: 'LOG_TRUNCATION', actions: 'restart' },
+        FAIL: { actions: 'replaceFailure' },
+      },
+    },
+  },
+});
+
+export type PartitionSnapshot = SnapshotFrom<typeof partitionMachine>;
+
+/** A partition as stored: the chart's state value and context, nothing else. */
+export interface PartitionStatus {
+  readonly state: PartitionState;
+  readonly context: PartitionContext;
+}
+
+/** A new mirror partition (enters LOG_TRUNCATION). Kept equal to `initialTransition(partitionMachine)`,
+ *  which the unit tests check; building it directly keeps bulk topic creation cheap. */
+export function newPartition(lastMirrored: LastMirrored | null = null): PartitionStatus {
+  return { state: 'LOG_TRUNCATION', context: lastMirrored === null ? initialPartitionContext : { ...initialPartitionContext, lastMirrored } };
+}
+
+export function restorePartition(status: PartitionStatus): PartitionSnapshot {
+  return partitionMachine.resolveState({ value: status.state, context: status.context });
+}
+
+export function partitionStatusOf(snapshot: PartitionSnapshot): PartitionStatus {
+  return { state: snapshot.value as PartitionState, context: snapshot.context };
+}
+
+/** The chart's verdict: the next status, or undefined when the chart has no transition for `event`. */
+export function stepPartition(status: PartitionStatus, event: PartitionEvent): PartitionStatus | undefined {
+  const snapshot = restorePartition(status);
+  if (!snapshot.can(event)) return undefined;
+  const [next] = transition(partitionMachine, snapshot, event);
+  return partitionStatusOf(next);
+}
