@@ -28,6 +28,10 @@ export const ErrorCodes = [
   'LEASE_HELD',
   'EXPECTED_VERSION_CONFLICT',
   'EVENT_CHAIN_BROKEN',
+  /** A stored event the charts do not allow in the state its stream had reached. */
+  'EVENT_HISTORY_INVALID',
+  'UNKNOWN_CLUSTER',
+  'CLUSTER_ALREADY_EXISTS',
   'SECRET_KEY_INVALID',
   'STACK_PREREQUISITE_MISSING',
   'TEMPORAL_UNREACHABLE',
@@ -57,6 +61,9 @@ export const NonRetryableCodes: ReadonlySet<ErrorCode> = new Set<ErrorCode>([
   'OFFSET_DIVERGENCE',
   'UNSUPPORTED_OFFSET_GAP',
   'EVENT_CHAIN_BROKEN',
+  'EVENT_HISTORY_INVALID',
+  'UNKNOWN_CLUSTER',
+  'CLUSTER_ALREADY_EXISTS',
   'SECRET_KEY_INVALID',
   'STACK_PREREQUISITE_MISSING',
 ]);
@@ -87,4 +94,21 @@ export class KmirrorError extends Error {
 
 export function isKmirrorError(err: unknown, code?: ErrorCode): err is KmirrorError {
   return err instanceof KmirrorError && (code === undefined || err.code === code);
+}
+
+/** An append whose expected stream version is stale: someone else appended first. Re-read and
+ *  decide again. */
+export class ExpectedVersionConflictError extends KmirrorError {
+  override readonly name: string = 'ExpectedVersionConflictError';
+  constructor(
+    readonly streamId: string,
+    readonly expected: bigint | 'no_stream',
+    readonly actual: bigint | 'no_stream',
+  ) {
+    super('EXPECTED_VERSION_CONFLICT', `stream ${streamId}: expected version ${String(expected)}, found ${String(actual)}`, {
+      streamId,
+      expected: String(expected),
+      actual: String(actual),
+    });
+  }
 }

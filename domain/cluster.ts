@@ -1,0 +1,58 @@
+// The cluster aggregate: a named Kafka cluster a mirror reads from or writes to. Only the
+// connection's non-secret description is domain state; the credentials are sealed by the store
+// (db/cluster-store.ts) and never enter an event.
+import { KmirrorError } from './errors.ts';
+import { assertClusterName } from './names.ts';
+import type { ClusterCommand } from './commands.ts';
+import type { ClusterEvent } from './events.ts';
+import type { ConnectionDescription } from '../kafka/connection.ts';
+
+export interface Cluster {
+  readonly name: string;
+  /** null: not registered. */
+  readonly connection: ConnectionDescription | null;
+}
+
+export function initialCluster(name: string): Cluster {
+  return { name, connection: null };
+}
+
+const SASL_PROTOCOLS = new Set(['SASL_PLAINTEXT', 'SASL_SSL']);
+
+function assertConnection(cluster: string, connection: ConnectionDescription): void {
+  if (connection.bootstrap.length === 0) throw new KmirrorError('INVALID_CONFIG', `cluster ${cluster}: no bootstrap servers`);
+  const sasl = connection.saslMechanism !== undefined;
+  if (SASL_PROTOCOLS.has(connection.securityProtocol) !== sasl) {
+    throw new KmirrorError(
+      'INVALID_CONFIG',
+      sasl
+        ? `cluster ${cluster}: SASL credentials given but security protocol ${connection.securityProtocol} does not use SASL`
+        : `cluster ${cluster}: security protocol ${connection.securityProtocol} needs SASL credentials`,
+    );
+  }
+}
+
+export function decideCluster(command: ClusterCommand, state: Cluster): ClusterEvent[] {
+  assertClusterName(command.cluster);
+  assertConnection(command.cluster, command.connection);
+  const data = { cluster: command.cluster, connection: command.connection };
+  switch (command.type) {
+    case 'RegisterCluster':
+      if (state.connection !== null) throw new KmirrorError('CLUSTER_ALREADY_EXISTS', `cluster ${command.cluster} is already registered`, { cluster: command.cluster });
+      return [{ type: 'ClusterRegistered', data }];
+    case 'ChangeClusterConnection':
+      if (state.connection === null) throw new KmirrorError('UNKNOWN_CLUSTER', `cluster ${command.cluster} is not registered`, { cluster: command.cluster });
+      return [{ type: 'ClusterConnectionChanged', data }];
+  }
+}
+
+export function evolveCluster(state: Cluster, event: ClusterEvent): Cluster {
+  const registered = state.connection !== null;
+  if ((event.type === 'ClusterRegistered') === registered) {
+    throw new KmirrorError('EVENT_HISTORY_INVALID', `cluster ${state.name}: ${event.type} cannot be applied (${registered ? 'already registered' : 'not registered'})`, {
+      cluster: state.name,
+      event: event.type,
+    });
+  }
+  return { name: state.name, connection: event.data.connection };
+}

@@ -1,0 +1,89 @@
+// Commands: imperative requests that decide() checks against the charts before any event exists.
+// Offsets are bigint here (inside TypeScript); the events they produce carry decimal strings.
+import type { ConnectionDescription } from '../kafka/connection.ts';
+import type { LastMirrored, RetryTrigger, StopMode } from '../machines/partition.ts';
+
+/** Which partitions a command is about: every partition of the mirror, or topics (all their
+ *  partitions unless `partitions` narrows it). Duplicates are ignored. */
+export type PartitionSelection = 'all' | readonly { readonly topic: string; readonly partitions?: readonly number[] }[];
+
+export interface RegisterCluster {
+  readonly type: 'RegisterCluster';
+  readonly cluster: string;
+  /** Only the non-secret description: the store seals the full connection beside the event. */
+  readonly connection: ConnectionDescription;
+}
+
+export interface ChangeClusterConnection {
+  readonly type: 'ChangeClusterConnection';
+  readonly cluster: string;
+  readonly connection: ConnectionDescription;
+}
+
+export type ClusterCommand = RegisterCluster | ChangeClusterConnection;
+
+export interface CreateMirror {
+  readonly type: 'CreateMirror';
+  readonly mirror: string;
+  readonly sourceCluster: string;
+  readonly destinationCluster: string;
+}
+
+export interface StartTopics {
+  readonly type: 'StartTopics';
+  readonly mirror: string;
+  /** Resolved from the source: names with their partition counts. */
+  readonly topics: readonly { readonly topic: string; readonly partitionCount: number }[];
+  /** Patterns kept for auto-discovery; replaces the mirror's current filter when given. */
+  readonly filter?: { readonly include: readonly string[]; readonly exclude: readonly string[] };
+}
+
+interface PartitionsCommand<Type extends string> {
+  readonly type: Type;
+  readonly mirror: string;
+  readonly partitions: PartitionSelection;
+}
+
+export type CompleteTruncation = PartitionsCommand<'CompleteTruncation'>;
+export type PauseTopics = PartitionsCommand<'PauseTopics'>;
+export type CompletePause = PartitionsCommand<'CompletePause'>;
+export type ResumeTopics = PartitionsCommand<'ResumeTopics'>;
+/** Failover (`failover`: immediate) or promote (`promote`: planned, after lag reached 0). */
+export type StopTopics = PartitionsCommand<'StopTopics'> & { readonly mode: StopMode };
+export type CompleteStop = PartitionsCommand<'CompleteStop'>;
+export type FailPartitions = PartitionsCommand<'FailPartitions'> & {
+  readonly error: { readonly code: string; readonly message: string };
+  readonly retryable: boolean;
+};
+export type RetryPartitions = PartitionsCommand<'RetryPartitions'> & { readonly trigger: RetryTrigger };
+
+export interface RecordLastMirrored {
+  readonly type: 'RecordLastMirrored';
+  readonly mirror: string;
+  readonly positions: readonly ({ readonly topic: string; readonly partition: number } & LastMirrored)[];
+}
+
+export interface DeleteMirror {
+  readonly type: 'DeleteMirror';
+  readonly mirror: string;
+}
+
+export interface CompleteMirrorDeletion {
+  readonly type: 'CompleteMirrorDeletion';
+  readonly mirror: string;
+}
+
+export type MirrorCommand =
+  | CreateMirror
+  | StartTopics
+  | CompleteTruncation
+  | PauseTopics
+  | CompletePause
+  | ResumeTopics
+  | StopTopics
+  | CompleteStop
+  | FailPartitions
+  | RetryPartitions
+  | RecordLastMirrored
+  | DeleteMirror
+  | CompleteMirrorDeletion;

@@ -1,0 +1,86 @@
+// Domain events: past tense, plain JSON (they are hashed, stored as jsonb and may cross Temporal).
+// Offsets are decimal strings. No event carries a credential: a cluster's connection appears only as
+// its non-secret description. docs/events.md documents every type and its JSON shape.
+import type { ConnectionDescription } from '../kafka/connection.ts';
+import type { RetryTrigger, StopMode } from '../machines/partition.ts';
+
+export interface Event<Type extends string, Data extends object> {
+  readonly type: Type;
+  readonly data: Data;
+}
+
+export interface PartitionRef {
+  readonly topic: string;
+  readonly partition: number;
+}
+
+export type ClusterRegistered = Event<'ClusterRegistered', { readonly cluster: string; readonly connection: ConnectionDescription }>;
+/** The connection (and so possibly its credentials) was replaced; the description is the new one. */
+export type ClusterConnectionChanged = Event<'ClusterConnectionChanged', { readonly cluster: string; readonly connection: ConnectionDescription }>;
+export type ClusterEvent = ClusterRegistered | ClusterConnectionChanged;
+
+export type MirrorCreated = Event<'MirrorCreated', { readonly mirror: string; readonly sourceCluster: string; readonly destinationCluster: string }>;
+/** The include/exclude patterns kept for auto-discovery of new source topics. */
+export type MirrorTopicFilterChanged = Event<'MirrorTopicFilterChanged', { readonly include: readonly string[]; readonly exclude: readonly string[] }>;
+/** A topic joined the mirror; all its partitions start in LOG_TRUNCATION. */
+export type MirrorTopicAdded = Event<'MirrorTopicAdded', { readonly topic: string; readonly partitionCount: number }>;
+/** STOPPED or FAILED → LOG_TRUNCATION: the topic is started again (re-mirror, failback). */
+export type PartitionTruncationStarted = Event<'PartitionTruncationStarted', PartitionRef>;
+/** LOG_TRUNCATION → MIRRORING: aligned and the ISR converged. */
+export type PartitionTruncationCompleted = Event<'PartitionTruncationCompleted', PartitionRef>;
+export type PartitionPauseRequested = Event<'PartitionPauseRequested', PartitionRef>;
+/** PAUSING → PAUSED: fetching has stopped. */
+export type PartitionPaused = Event<'PartitionPaused', PartitionRef>;
+export type PartitionResumed = Event<'PartitionResumed', PartitionRef>;
+export type PartitionStopRequested = Event<'PartitionStopRequested', PartitionRef & { readonly mode: StopMode }>;
+/** STOPPING → STOPPED: the destination partition is writable. */
+export type PartitionStopped = Event<'PartitionStopped', PartitionRef>;
+export type PartitionFailed = Event<
+  'PartitionFailed',
+  PartitionRef & { readonly error: { readonly code: string; readonly message: string }; readonly retryable: boolean }
+>;
+export type PartitionRetried = Event<'PartitionRetried', PartitionRef & { readonly trigger: RetryTrigger }>;
+export type PartitionPositionRecorded = Event<
+  'PartitionPositionRecorded',
+  PartitionRef & { readonly offset: string; readonly leaderEpoch: number; readonly checksum: string }
+>;
+export type MirrorDeletionStarted = Event<'MirrorDeletionStarted', { readonly mirror: string }>;
+export type MirrorDeleted = Event<'MirrorDeleted', { readonly mirror: string }>;
+
+export type PartitionLifecycleEvent =
+  | PartitionTruncationStarted
+  | PartitionTruncationCompleted
+  | PartitionPauseRequested
+  | PartitionPaused
+  | PartitionResumed
+  | PartitionStopRequested
+  | PartitionStopped
+  | PartitionFailed
+  | PartitionRetried
+  | PartitionPositionRecorded;
+
+export type MirrorEvent = MirrorCreated | MirrorTopicFilterChanged | MirrorTopicAdded | PartitionLifecycleEvent | MirrorDeletionStarted | MirrorDeleted;
+
+export type DomainEvent = ClusterEvent | MirrorEvent;
+export type DomainEventType = DomainEvent['type'];
+
+export const PartitionLifecycleEventTypes = [
+  'PartitionTruncationStarted',
+  'PartitionTruncationCompleted',
+  'PartitionPauseRequested',
+  'PartitionPaused',
+  'PartitionResumed',
+  'PartitionStopRequested',
+  'PartitionStopped',
+  'PartitionFailed',
+  'PartitionRetried',
+  'PartitionPositionRecorded',
+] as const satisfies readonly PartitionLifecycleEvent['type'][];
+
+export function isPartitionLifecycleEvent(event: DomainEvent): event is PartitionLifecycleEvent {
+  return (PartitionLifecycleEventTypes as readonly string[]).includes(event.type);
+}
+
+/** Stream ids: `mirror:<name>` and `cluster:<name>`. Names cannot contain ':', so ids never collide. */
+export const mirrorStreamId = (mirror: string): string => `mirror:${mirror}`;
+export const clusterStreamId = (cluster: string): string => `cluster:${cluster}`;

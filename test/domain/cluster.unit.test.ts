@@ -1,0 +1,39 @@
+import { describe, expect, it } from 'vitest';
+import { decideCluster, evolveCluster, initialCluster } from '../../domain/cluster.ts';
+import type { ConnectionDescription } from '../../kafka/connection.ts';
+
+const plain: ConnectionDescription = { bootstrap: ['127.0.0.1:9092'], securityProtocol: 'PLAINTEXT' };
+const sasl: ConnectionDescription = { bootstrap: ['127.0.0.1:9093'], securityProtocol: 'SASL_SSL', saslMechanism: 'scram-sha-512', saslUsername: 'mirror' };
+
+describe('cluster decide/evolve', () => {
+  it('registers once, then only changes the connection', () => {
+    const events = decideCluster({ type: 'RegisterCluster', cluster: 'east', connection: plain }, initialCluster('east'));
+    expect(events).toEqual([{ type: 'ClusterRegistered', data: { cluster: 'east', connection: plain } }]);
+    const registered = evolveCluster(initialCluster('east'), events[0]!);
+    expect(() => decideCluster({ type: 'RegisterCluster', cluster: 'east', connection: plain }, registered)).toThrowError(
+      expect.objectContaining({ code: 'CLUSTER_ALREADY_EXISTS' }),
+    );
+    const change = decideCluster({ type: 'ChangeClusterConnection', cluster: 'east', connection: sasl }, registered);
+    expect(evolveCluster(registered, change[0]!)).toEqual({ name: 'east', connection: sasl });
+  });
+
+  it('refuses to change an unknown cluster, bad names and inconsistent security settings', () => {
+    expect(() => decideCluster({ type: 'ChangeClusterConnection', cluster: 'east', connection: plain }, initialCluster('east'))).toThrowError(
+      expect.objectContaining({ code: 'UNKNOWN_CLUSTER' }),
+    );
+    expect(() => decideCluster({ type: 'RegisterCluster', cluster: 'a:b', connection: plain }, initialCluster('a:b'))).toThrowError(
+      expect.objectContaining({ code: 'INVALID_ARGUMENT' }),
+    );
+    expect(() =>
+      decideCluster({ type: 'RegisterCluster', cluster: 'east', connection: { ...plain, securityProtocol: 'SASL_PLAINTEXT' } }, initialCluster('east')),
+    ).toThrowError(expect.objectContaining({ code: 'INVALID_CONFIG', message: expect.stringMatching(/needs SASL credentials/) }));
+    expect(() => decideCluster({ type: 'RegisterCluster', cluster: 'east', connection: { ...plain, bootstrap: [] } }, initialCluster('east'))).toThrowError(
+      expect.objectContaining({ code: 'INVALID_CONFIG' }),
+    );
+  });
+
+  it('refuses a history that registers twice', () => {
+    const event = { type: 'ClusterRegistered', data: { cluster: 'east', connection: plain } } as const;
+    expect(() => evolveCluster(evolveCluster(initialCluster('east'), event), event)).toThrowError(expect.objectContaining({ code: 'EVENT_HISTORY_INVALID' }));
+  });
+});
