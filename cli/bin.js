@@ -21,17 +21,17 @@ if (major >= REQUIRED_MAJOR) {
   await import(pathToFileURL(join(root, 'cli', 'main.ts')).href);
 } else {
   const projectNode = join(root, 'node_modules', '.bin', 'node');
-  if (process.env.KMIRROR_LAUNCHER_REEXEC === '1' || !existsSync(projectNode)) {
+  if (!existsSync(projectNode)) {
     process.stderr.write(
       `error INVALID_CONFIG: kmirror needs Node >= ${REQUIRED_MAJOR} (this is ${process.version}); ` +
         `run \`npm install\` in ${root} to get the pinned one (devDependency "node")\n`,
     );
     process.exit(1);
   }
-  const child = spawn(projectNode, [self, ...process.argv.slice(2)], {
-    stdio: 'inherit',
-    env: { ...process.env, KMIRROR_LAUNCHER_REEXEC: '1' },
-  });
+  // The child runs cli/main.ts itself (not this launcher again), so it cannot loop; tsx is loaded
+  // by absolute URL so that any working directory works.
+  const tsx = import.meta.resolve('tsx');
+  const child = spawn(projectNode, ['--import', tsx, join(root, 'cli', 'main.ts'), ...process.argv.slice(2)], { stdio: 'inherit' });
   // A terminal's Ctrl-C reaches the child directly too; the worker ignores repeats while stopping.
   for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP']) process.on(signal, () => child.kill(signal));
   child.on('error', (err) => {

@@ -1,0 +1,80 @@
+// runCli in-process: help, usage errors and the error format. The same binary as a child process,
+// including `npx kmirror`, is in main.int.test.ts.
+import { describe, expect, it } from 'vitest';
+import { buildProgram, runCli } from '../../cli/program.ts';
+import { errorBody, printError } from '../../cli/output.ts';
+import { KmirrorError } from '../../domain/errors.ts';
+
+async function run(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  let stdout = '';
+  let stderr = '';
+  const code = await runCli(['node', 'kmirror', ...args], { stdout: (t) => (stdout += t), stderr: (t) => (stderr += t) });
+  return { code, stdout, stderr };
+}
+
+describe('kmirror --help', () => {
+  it('describes every command and the global --json option', async () => {
+    const { code, stdout } = await run('--help');
+    expect(code).toBe(0);
+    expect(stdout).toMatch(/^Usage: kmirror \[options\] \[command\]/);
+    expect(stdout).toContain('--json');
+    const commands = buildProgram().commands;
+    expect(commands.length).toBeGreaterThan(0);
+    for (const command of commands) {
+      expect(command.description().length, `command ${command.name()} has a description`).toBeGreaterThan(10);
+      expect(stdout).toMatch(new RegExp(`^  ${command.name()}\\b`, 'm'));
+    }
+    expect(stdout).toMatch(/^  help \[command\]/m);
+  });
+
+  it('help worker describes the worker command', async () => {
+    const { code, stdout } = await run('help', 'worker');
+    expect(code).toBe(0);
+    expect(stdout).toContain('Usage: kmirror worker');
+    expect(stdout).toContain('SIGINT/SIGTERM');
+  });
+
+  it('--version prints the package version', async () => {
+    const { code, stdout } = await run('--version');
+    expect(code).toBe(0);
+    expect(stdout.trim()).toMatch(/^\d+\.\d+\.\d+/);
+  });
+});
+
+describe('usage errors', () => {
+  it('an unknown command is INVALID_ARGUMENT, exit 2, in the common format', async () => {
+    const { code, stdout, stderr } = await run('mirror-everything');
+    expect(code).toBe(2);
+    expect(stdout).toBe('');
+    expect(stderr).toBe("error INVALID_ARGUMENT: unknown command 'mirror-everything'; see `kmirror --help`\n");
+  });
+
+  it('with --json the error is one JSON object on stdout', async () => {
+    const { code, stdout, stderr } = await run('--json', 'wrker');
+    expect(code).toBe(2);
+    expect(stderr).toBe('');
+    const body = JSON.parse(stdout) as { error: { code: string; message: string } };
+    expect(body.error.code).toBe('INVALID_ARGUMENT');
+    expect(body.error.message).toContain("unknown command 'wrker'");
+    expect(body.error.message).toContain('worker'); // the suggestion
+  });
+
+  it('an unknown option is INVALID_ARGUMENT', async () => {
+    const { code, stderr } = await run('worker', '--bogus');
+    expect(code).toBe(2);
+    expect(stderr).toMatch(/^error INVALID_ARGUMENT: unknown option '--bogus'/);
+  });
+});
+
+describe('printError', () => {
+  it('prints a KmirrorError with its code', () => {
+    let err = '';
+    printError(new KmirrorError('TEMPORAL_UNREACHABLE', 'cannot connect'), { json: false, output: { stdout: () => {}, stderr: (t) => (err += t) } });
+    expect(err).toBe('error TEMPORAL_UNREACHABLE: cannot connect\n');
+  });
+
+  it('reports anything else as INTERNAL, with credentials redacted', () => {
+    expect(errorBody(new Error('connect postgres://u:hunter2@h/db failed'))).toEqual({ code: 'INTERNAL', message: 'connect postgres://u:[redacted]@h/db failed' });
+    expect(errorBody('plain string')).toEqual({ code: 'INTERNAL', message: 'plain string' });
+  });
+});
