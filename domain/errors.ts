@@ -97,18 +97,18 @@ export function isKmirrorError(err: unknown, code?: ErrorCode): err is KmirrorEr
 }
 
 /** An append whose expected stream version is stale: someone else appended first. Re-read and
- *  decide again. */
+ *  decide again. Version 0 = the stream does not exist. */
 export class ExpectedVersionConflictError extends KmirrorError {
   override readonly name: string = 'ExpectedVersionConflictError';
   constructor(
     readonly streamId: string,
-    readonly expected: bigint | 'no_stream',
-    readonly actual: bigint | 'no_stream',
+    readonly expected: bigint,
+    readonly actual: bigint,
   ) {
-    super('EXPECTED_VERSION_CONFLICT', `stream ${streamId}: expected version ${String(expected)}, found ${String(actual)}`, {
+    super('EXPECTED_VERSION_CONFLICT', `stream ${streamId}: expected version ${expected}, found ${actual}`, {
       streamId,
-      expected: String(expected),
-      actual: String(actual),
+      expected: expected.toString(),
+      actual: actual.toString(),
     });
   }
 }
