@@ -1,6 +1,9 @@
-// Append events to one stream, in the caller's transaction, as two statements whatever the count:
-//   1. lock the global head row (event_chain) and read the stream's version and the clock;
-//   2. one INSERT … SELECT FROM unnest(…) for all events, with the stream and head updates as
+// Append events to one stream, in the caller's transaction, as three statements whatever the count:
+//   1. lock the global head row (event_chain): last position and last hash;
+//   2. read the stream's version and the clock — a separate statement on purpose: under READ
+//      COMMITTED a statement that waited for the lock re-reads only the locked row, so a version
+//      joined into statement 1 could predate the append that held the lock;
+//   3. one INSERT … SELECT FROM unnest(…) for all events, with the stream and head updates as
 //      data-modifying CTEs of the same statement.
 // Why one global lock: positions are assigned from the head under it, so positions are gap-free
 // and commit order equals position order. A follower reading `position > checkpoint` therefore
@@ -33,8 +36,6 @@ export interface AppendResult<E extends DomainEvent> {
 interface HeadRow {
   last_position: bigint;
   last_hash: Buffer;
-  version: bigint | null;
-  now: Date;
 }
 
 export async function appendToStream<E extends DomainEvent>(
@@ -47,21 +48,19 @@ export async function appendToStream<E extends DomainEvent>(
   const metadata = normalizeMetadata(options.metadata);
   const metadataJson = canonicalJson(metadata);
 
-  const head = (
-    await sql<HeadRow>`
-      select c.last_position, c.last_hash, s.version, date_trunc('milliseconds', clock_timestamp()) as now
-      from event_chain c left join streams s on s.stream_id = ${streamId}
-      where c.id = 1
-      for update of c`.execute(trx)
-  ).rows[0];
+  const head = (await sql<HeadRow>`select last_position, last_hash from event_chain where id = 1 for update`.execute(trx)).rows[0];
   if (head === undefined) throw new KmirrorError('INVALID_CONFIG', 'event_chain has no head row: the event store schema is not migrated');
+  const stream = (
+    await sql<{ version: bigint | null; now: Date }>`
+      select (select version from streams where stream_id = ${streamId}) as version, date_trunc('milliseconds', clock_timestamp()) as now`.execute(trx)
+  ).rows[0]!;
 
-  const current = head.version ?? 0n;
+  const current = stream.version ?? 0n;
   if (options.expectedVersion !== 'any' && options.expectedVersion !== current) {
     throw new ExpectedVersionConflictError(streamId, options.expectedVersion, current);
   }
 
-  const recordedAt = head.now;
+  const recordedAt = stream.now;
   const firstPosition = head.last_position + 1n;
   const firstVersion = current + 1n;
   const types: string[] = new Array<string>(events.length);
@@ -78,7 +77,7 @@ export async function appendToStream<E extends DomainEvent>(
     types[i] = event.type;
     datas[i] = dataJson;
     hashes[i] = hash;
-    recorded[i] = { type: event.type, data: event.data, metadata, streamId, streamVersion, position, recordedAt, hash };
+    recorded[i] = { ...event, metadata, streamId, streamVersion, position, recordedAt, hash } as RecordedEvent<E>;
     previous = hash;
   }
   const lastPosition = firstPosition + BigInt(events.length - 1);

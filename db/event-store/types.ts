@@ -15,9 +15,7 @@ export interface EventMetadata {
 /** A version the stream must be at (0n: must not exist), or 'any' to skip the check. */
 export type ExpectedVersion = bigint | 'any';
 
-export interface RecordedEvent<E extends DomainEvent = DomainEvent> {
-  readonly type: E['type'];
-  readonly data: E['data'];
+export interface Recorded {
   readonly metadata: EventMetadata;
   readonly streamId: string;
   readonly streamVersion: bigint;
@@ -25,6 +23,9 @@ export interface RecordedEvent<E extends DomainEvent = DomainEvent> {
   readonly recordedAt: Date;
   readonly hash: Buffer;
 }
+
+/** An event as stored. Distributes over the union, so `type` still narrows `data`. */
+export type RecordedEvent<E extends DomainEvent = DomainEvent> = E extends DomainEvent ? E & Recorded : never;
 
 const MAX_ACTOR = 256;
 const MAX_REASON = 4_096;
@@ -47,13 +48,13 @@ export function normalizeMetadata(metadata: EventMetadata): EventMetadata {
 
 export function toRecordedEvent<E extends DomainEvent = DomainEvent>(row: EventRow): RecordedEvent<E> {
   return {
-    type: row.type as E['type'],
-    data: row.data as E['data'],
+    type: row.type,
+    data: row.data,
     metadata: row.metadata as unknown as EventMetadata,
     streamId: row.stream_id,
     streamVersion: row.stream_version,
     position: row.position,
     recordedAt: row.recorded_at,
     hash: row.hash,
-  };
+  } as RecordedEvent<E>;
 }

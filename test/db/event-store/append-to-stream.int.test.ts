@@ -73,13 +73,13 @@ describe('appendToStream', () => {
     expect((await verifyChain(t.db)).ok).toBe(true);
   });
 
-  it('appends 20,000 events in one transaction with two statements', async () => {
+  it('appends 20,000 events in one transaction with three statements', async () => {
     const statements: string[] = [];
     const counted = t.connect({ log: (e) => void (e.level === 'query' && statements.push(e.query.sql)) });
     const stream = `mirror:${randomName('m')}`;
     const events = Array.from({ length: 20_000 }, (_, i) => paused(i));
     await counted.transaction().execute((trx) => appendToStream(trx, stream, events, { expectedVersion: 0n, metadata }));
-    expect(statements.filter((q) => !/^(begin|commit)$/i.test(q))).toHaveLength(2);
+    expect(statements.filter((q) => !/^(begin|commit)$/i.test(q))).toHaveLength(3);
     expect((await readStream(t.db, stream, { fromVersion: 19_999n })).map((e) => e.data)).toEqual([{ topic: 'orders', partition: 19_998 }, { topic: 'orders', partition: 19_999 }]);
   });
 });

@@ -1,0 +1,87 @@
+// Clusters: register and change connections (events carry only the description; the full
+// connection is sealed into cluster_connections in the same transaction), describe without
+// secrets, and open the sealed connection for the code that must connect.
+import { decideCluster, evolveCluster } from '../domain/cluster.ts';
+import { KmirrorError } from '../domain/errors.ts';
+import { clusterStreamId } from '../domain/events.ts';
+import { describeConnection, type ClusterConnection, type ConnectionDescription } from '../kafka/connection.ts';
+import type { Db, Trx } from './database.ts';
+import { handleCommand, type CommandResult } from './command-handler.ts';
+import type { EventMetadata } from './event-store/types.ts';
+import { loadCluster, writeClusterRow } from './projections/cluster-rows.ts';
+import { openConnection, sealConnection } from './sealed-connection.ts';
+
+export interface ClusterInput {
+  readonly cluster: string;
+  readonly connection: ClusterConnection;
+}
+
+/** Plain JSON, safe for logs, CLI output and Temporal payloads. */
+export interface ClusterDescription {
+  readonly name: string;
+  readonly connection: ConnectionDescription;
+  readonly createdAt: string;
+  readonly updatedAt: string;
+}
+
+export function registerCluster(db: Db, secretKey: Buffer, input: ClusterInput, metadata: EventMetadata): Promise<CommandResult> {
+  return storeCluster(db, secretKey, 'RegisterCluster', input, metadata);
+}
+
+export function changeClusterConnection(db: Db, secretKey: Buffer, input: ClusterInput, metadata: EventMetadata): Promise<CommandResult> {
+  return storeCluster(db, secretKey, 'ChangeClusterConnection', input, metadata);
+}
+
+function storeCluster(db: Db, secretKey: Buffer, type: 'RegisterCluster' | 'ChangeClusterConnection', input: ClusterInput, metadata: EventMetadata): Promise<CommandResult> {
+  const sealed = sealConnection(secretKey, input.cluster, input.connection);
+  return handleCommand(
+    db,
+    {
+      streamId: clusterStreamId(input.cluster),
+      load: (trx) => loadCluster(trx, input.cluster),
+      decide: (loaded) => decideCluster({ type, cluster: input.cluster, connection: describeConnection(input.connection) }, loaded.state),
+      async project(trx, loaded, appended) {
+        const state = appended.events.reduce(evolveCluster, loaded.state);
+        await writeClusterRow(trx, state, loaded.createdAt ?? appended.recordedAt, appended.recordedAt);
+        await upsertSealed(trx, input.cluster, sealed, appended.recordedAt);
+      },
+    },
+    metadata,
+  );
+}
+
+async function upsertSealed(trx: Trx, cluster: string, sealed: ReturnType<typeof sealConnection>, at: Date): Promise<void> {
+  const row = { key_id: sealed.keyId, iv: sealed.iv, ciphertext: sealed.ciphertext, auth_tag: sealed.authTag, updated_at: at };
+  await trx
+    .insertInto('cluster_connections')
+    .values({ cluster, ...row })
+    .onConflict((oc) => oc.column('cluster').doUpdateSet(row))
+    .execute();
+}
+
+export async function describeCluster(db: Db | Trx, name: string): Promise<ClusterDescription> {
+  const row = await db.selectFrom('clusters').selectAll().where('name', '=', name).executeTakeFirst();
+  if (row === undefined) throw new KmirrorError('UNKNOWN_CLUSTER', `cluster ${name} is not registered`, { cluster: name });
+  return describeRow(row);
+}
+
+export async function listClusters(db: Db | Trx): Promise<ClusterDescription[]> {
+  return (await db.selectFrom('clusters').selectAll().orderBy('name').execute()).map(describeRow);
+}
+
+function describeRow(row: { name: string; connection: Record<string, unknown>; created_at: Date; updated_at: Date }): ClusterDescription {
+  return {
+    name: row.name,
+    connection: row.connection as unknown as ConnectionDescription,
+    createdAt: row.created_at.toISOString(),
+    updatedAt: row.updated_at.toISOString(),
+  };
+}
+
+/** The full connection, credentials included: for the Kafka edge only, never to be persisted or
+ *  sent to Temporal. Fails with SECRET_KEY_INVALID (naming KMIRROR_SECRET_KEY) under a wrong key. */
+export async function readClusterConnection(db: Db | Trx, secretKey: Buffer, name: string): Promise<ClusterConnection> {
+  const row = await db.selectFrom('cluster_connections').selectAll().where('cluster', '=', name).executeTakeFirst();
+  if (row === undefined) throw new KmirrorError('UNKNOWN_CLUSTER', `cluster ${name} is not registered`, { cluster: name });
+  return openConnection(secretKey, name, { keyId: row.key_id, iv: row.iv, ciphertext: row.ciphertext, authTag: row.auth_tag });
+}

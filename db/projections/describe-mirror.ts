@@ -1,0 +1,74 @@
+// `describe` for mirrors: the projection as plain JSON (offsets and epochs as decimal strings,
+// times as ISO-8601), with each partition's write lease. Never holds a credential: mirrors name
+// clusters, and clusters are described by db/cluster-store.ts describeCluster.
+import { KmirrorError } from '../../domain/errors.ts';
+import type { Db, Trx } from '../database.ts';
+
+export interface PartitionDescription {
+  readonly partition: number;
+  readonly state: string;
+  readonly previousState: string | null;
+  readonly retryAttempt: number;
+  readonly retryable: boolean | null;
+  readonly error: { readonly code: string; readonly message: string } | null;
+  readonly stopMode: string | null;
+  readonly lastMirrored: { readonly offset: string; readonly leaderEpoch: number; readonly checksum: string } | null;
+  readonly lease: { readonly owner: string | null; readonly epoch: string; readonly expiresAt: string | null } | null;
+  readonly updatedAt: string;
+}
+
+export interface MirrorDescription {
+  readonly name: string;
+  readonly state: string;
+  readonly sourceCluster: string;
+  readonly destinationCluster: string;
+  readonly include: readonly string[];
+  readonly exclude: readonly string[];
+  readonly createdAt: string;
+  readonly updatedAt: string;
+  readonly topics: readonly { readonly topic: string; readonly partitionCount: number; readonly partitions: readonly PartitionDescription[] }[];
+}
+
+export async function describeMirror(db: Db | Trx, name: string, options: { readonly failedOnly?: boolean } = {}): Promise<MirrorDescription> {
+  const mirror = await db.selectFrom('mirrors').selectAll().where('name', '=', name).executeTakeFirst();
+  if (mirror === undefined) throw new KmirrorError('UNKNOWN_CLUSTER_MIRROR', `mirror ${name} does not exist`, { mirror: name });
+  const topics = await db.selectFrom('mirror_topics').selectAll().where('mirror', '=', name).orderBy('topic').execute();
+  let query = db
+    .selectFrom('mirror_partitions as p')
+    .leftJoin('partition_leases as l', (join) => join.onRef('l.mirror', '=', 'p.mirror').onRef('l.topic', '=', 'p.topic').onRef('l.partition', '=', 'p.partition'))
+    .selectAll('p')
+    .select(['l.owner as lease_owner', 'l.epoch as lease_epoch', 'l.expires_at as lease_expires_at'])
+    .where('p.mirror', '=', name)
+    .orderBy('p.topic')
+    .orderBy('p.partition');
+  if (options.failedOnly === true) query = query.where('p.state', '=', 'FAILED');
+  const byTopic = new Map<string, PartitionDescription[]>(topics.map((t) => [t.topic, []]));
+  for (const r of await query.execute()) {
+    byTopic.get(r.topic)?.push({
+      partition: r.partition,
+      state: r.state,
+      previousState: r.previous_state,
+      retryAttempt: r.retry_attempt,
+      retryable: r.retryable,
+      error: r.error_code === null ? null : { code: r.error_code, message: r.error_message ?? '' },
+      stopMode: r.stop_mode,
+      lastMirrored:
+        r.last_mirrored_offset === null
+          ? null
+          : { offset: r.last_mirrored_offset.toString(), leaderEpoch: r.last_mirrored_epoch ?? -1, checksum: r.last_mirrored_checksum ?? '' },
+      lease: r.lease_epoch === null ? null : { owner: r.lease_owner, epoch: r.lease_epoch.toString(), expiresAt: r.lease_expires_at?.toISOString() ?? null },
+      updatedAt: r.updated_at.toISOString(),
+    });
+  }
+  return {
+    name: mirror.name,
+    state: mirror.state,
+    sourceCluster: mirror.source_cluster,
+    destinationCluster: mirror.destination_cluster,
+    include: mirror.include,
+    exclude: mirror.exclude,
+    createdAt: mirror.created_at.toISOString(),
+    updatedAt: mirror.updated_at.toISOString(),
+    topics: topics.map((t) => ({ topic: t.topic, partitionCount: t.partition_count, partitions: byTopic.get(t.topic) ?? [] })),
+  };
+}
