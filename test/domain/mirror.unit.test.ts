@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
+import { mirrorCommands } from './arbitraries.ts';
 import { decide, evolve, fold, initialMirror, topicsNeeded, type Mirror } from '../../domain/mirror.ts';
 import type { MirrorCommand } from '../../domain/commands.ts';
 import type { MirrorEvent } from '../../domain/events.ts';
@@ -249,30 +250,7 @@ describe('evolve', () => {
 });
 
 describe('decide and evolve agree (property)', () => {
-  const topics = ['a', 'b'];
-  const selection = fc.oneof(
-    fc.constant('all' as const),
-    fc.array(fc.record({ topic: fc.constantFrom(...topics, 'c'), partitions: fc.option(fc.array(fc.nat(3), { maxLength: 3 }), { nil: undefined }) }), { minLength: 1, maxLength: 2 }),
-  );
-  const command: fc.Arbitrary<MirrorCommand> = fc.oneof(
-    fc.constant<MirrorCommand>({ type: 'CreateMirror', mirror: M, sourceCluster: 'east', destinationCluster: 'west' }),
-    fc.subarray(topics, { minLength: 1 }).map((names): MirrorCommand => ({ type: 'StartTopics', mirror: M, topics: names.map((topic) => ({ topic, partitionCount: 3 })) })),
-    selection.map((partitions): MirrorCommand => ({ type: 'CompleteTruncation', mirror: M, partitions })),
-    selection.map((partitions): MirrorCommand => ({ type: 'PauseTopics', mirror: M, partitions })),
-    selection.map((partitions): MirrorCommand => ({ type: 'CompletePause', mirror: M, partitions })),
-    selection.map((partitions): MirrorCommand => ({ type: 'ResumeTopics', mirror: M, partitions })),
-    fc.tuple(selection, fc.constantFrom('failover' as const, 'promote' as const)).map(([partitions, mode]): MirrorCommand => ({ type: 'StopTopics', mirror: M, partitions, mode })),
-    selection.map((partitions): MirrorCommand => ({ type: 'CompleteStop', mirror: M, partitions })),
-    fc.tuple(selection, fc.boolean()).map(([partitions, retryable]): MirrorCommand => ({ type: 'FailPartitions', mirror: M, partitions, error: { code: 'X', message: 'x' }, retryable })),
-    fc.tuple(selection, fc.constantFrom('automatic' as const, 'operator' as const)).map(([partitions, trigger]): MirrorCommand => ({ type: 'RetryPartitions', mirror: M, partitions, trigger })),
-    fc.tuple(fc.constantFrom(...topics), fc.nat(2), fc.bigInt({ min: 0n, max: 1000n })).map(([topic, partition, offset]): MirrorCommand => ({
-      type: 'RecordLastMirrored',
-      mirror: M,
-      positions: [{ topic, partition, offset, leaderEpoch: 1, checksum: 'c' }],
-    })),
-    fc.constant<MirrorCommand>({ type: 'DeleteMirror', mirror: M }),
-    fc.constant<MirrorCommand>({ type: 'CompleteMirrorDeletion', mirror: M }),
-  );
+  const command = mirrorCommands(M, ['a', 'b']);
 
   it('every event decide() emits folds without error; refusals are typed KmirrorErrors', () => {
     fc.assert(
