@@ -102,6 +102,8 @@ export interface PartitionLeasesTable {
   /** Fencing epoch: +1 on every acquire, never reset. */
   epoch: bigint;
   expires_at: Date | null;
+  /** The holder's grace period: free again at expires_at + grace_ms. */
+  grace_ms: ColumnType<number, number | undefined, number>;
   updated_at: Date;
 }
 
