@@ -1,0 +1,128 @@
+// A source/destination topic pair on the stack's two clusters, with the clients a copier test
+// needs: raw sessions, admins, a producer into the source, a Postgres for leases.
+import type { Admin, Kafka, Message, Producer } from 'kafkajs';
+import { createKafka } from '../../kafka/connection.ts';
+import { RawCluster } from '../../kafka/protocol.ts';
+import { ByteBudget } from '../../kafka/budget.ts';
+import { copy, type CopyRequest, type CopyResult } from '../../kafka/copier.ts';
+import { verifyPartition, type PartitionVerification } from '../../kafka/verify.ts';
+import { createDatabase } from '../../db/connect.ts';
+import { migrateToLatest } from '../../db/migrate.ts';
+import { createPartitionLease } from '../../db/leases.ts';
+import type { Db } from '../../db/database.ts';
+import type { PartitionLease } from '../../kafka/lease.ts';
+import { createTestDatabase, destConnection, randomName, sourceConnection } from './stack.ts';
+
+export interface MirrorFixture {
+  readonly sourceKafka: Kafka;
+  readonly destKafka: Kafka;
+  readonly source: RawCluster;
+  readonly dest: RawCluster;
+  readonly sourceAdmin: Admin;
+  readonly destAdmin: Admin;
+  readonly db: Db;
+  readonly databaseUrl: string;
+  producer(): Promise<Producer>;
+  /** Create `topic` on both clusters (same partitions; configs on the source, destConfigs on the destination). */
+  topicPair(opts?: { partitions?: number; configs?: Record<string, string>; destConfigs?: Record<string, string> }): Promise<string>;
+  lease(topic: string, partitions: readonly number[], opts?: { owner?: string; ttlMs?: number; graceMs?: number }): PartitionLease;
+  copy(req: Omit<CopyRequest, 'source' | 'destination' | 'budget' | 'lease' | 'signal'> & Partial<Pick<CopyRequest, 'budget' | 'lease' | 'signal'>>): Promise<CopyResult>;
+  verifyAll(topic: string, partitions: readonly number[]): Promise<PartitionVerification[]>;
+  close(): Promise<void>;
+}
+
+export async function mirrorFixture(): Promise<MirrorFixture> {
+  const sourceKafka = createKafka(sourceConnection());
+  const destKafka = createKafka(destConnection());
+  const source = new RawCluster(sourceKafka);
+  const dest = new RawCluster(destKafka);
+  const sourceAdmin = sourceKafka.admin();
+  const destAdmin = destKafka.admin();
+  await Promise.all([sourceAdmin.connect(), destAdmin.connect()]);
+  const database = await createTestDatabase('copier');
+  const db = createDatabase(database.url);
+  await migrateToLatest(db);
+  const producers: Producer[] = [];
+  const fixture: MirrorFixture = {
+    sourceKafka,
+    destKafka,
+    source,
+    dest,
+    sourceAdmin,
+    destAdmin,
+    db,
+    databaseUrl: database.url,
+    async producer() {
+      const p = sourceKafka.producer({ idempotent: true, maxInFlightRequests: 1 });
+      await p.connect();
+      producers.push(p);
+      return p;
+    },
+    async topicPair(opts = {}) {
+      const topic = randomName('mirror');
+      const spec = (configs: Record<string, string> | undefined) => ({
+        topic,
+        numPartitions: opts.partitions ?? 1,
+        replicationFactor: 1,
+        configEntries: Object.entries(configs ?? {}).map(([name, value]) => ({ name, value })),
+      });
+      await sourceAdmin.createTopics({ topics: [spec(opts.configs)], waitForLeaders: true });
+      await destAdmin.createTopics({ topics: [spec(opts.destConfigs ?? opts.configs)], waitForLeaders: true });
+      return topic;
+    },
+    lease(topic, partitions, opts = {}) {
+      return createPartitionLease(db, {
+        mirror: 'test',
+        topic,
+        partitions,
+        owner: opts.owner ?? randomName('owner'),
+        ttlMs: opts.ttlMs ?? 3_000,
+        graceMs: opts.graceMs ?? 500,
+        pollMs: 100,
+      });
+    },
+    copy(req) {
+      return copy({
+        source,
+        destination: dest,
+        budget: req.budget ?? new ByteBudget(32 * 1024 * 1024),
+        lease: req.lease ?? fixture.lease(req.topic, req.partitions),
+        signal: req.signal ?? new AbortController().signal,
+        ...req,
+      });
+    },
+    async verifyAll(topic, partitions) {
+      return Promise.all(partitions.map((p) => verifyPartition(source, dest, topic, p)));
+    },
+    async close() {
+      await Promise.all(producers.map((p) => p.disconnect()));
+      await Promise.all([source.close(), dest.close(), sourceAdmin.disconnect(), destAdmin.disconnect()]);
+      await db.destroy();
+      await database.drop();
+    },
+  };
+  return fixture;
+}
+
+/** Timestamps near now: records older than the brokers' retention (7 days) would be deleted by it. */
+const epoch = Date.now() - 60_000;
+
+/** `count` messages spread over `partitions`, each distinct (key, value, a header, a timestamp). */
+export function messages(count: number, partitions: number, opts: { valueBytes?: number; from?: number } = {}): Message[] {
+  const from = opts.from ?? 0;
+  return Array.from({ length: count }, (_, i) => {
+    const n = from + i;
+    return {
+      partition: n % partitions,
+      key: `key-${n}`,
+      value: Buffer.alloc(opts.valueBytes ?? 100, n % 251),
+      headers: { seq: String(n) },
+      timestamp: String(epoch + n),
+    };
+  });
+}
+
+/** Send in chunks (kafkajs builds one request per send). */
+export async function sendAll(producer: Producer, topic: string, all: readonly Message[], chunk = 500): Promise<void> {
+  for (let i = 0; i < all.length; i += chunk) await producer.send({ topic, messages: all.slice(i, i + chunk) });
+}
