@@ -11,7 +11,6 @@ import type { MirrorEvent, PartitionLifecycleEvent, PartitionRef } from './event
 import { stepMirror, type MirrorEvent as MirrorChartEvent, type MirrorState } from '../machines/mirror.ts';
 import {
   newPartition,
-  restorePartition,
   stepPartition,
   type PartitionEvent as PartitionChartEvent,
   type PartitionStatus,
@@ -318,7 +317,7 @@ function checked(commandType: MirrorCommand['type'], state: Mirror, events: Part
   for (const event of events) {
     const status = state.topics.get(event.data.topic)!.partitions[event.data.partition]!;
     const chartEvent = chartEventOf(event);
-    if (!restorePartition(status).can(chartEvent)) refusals.push(refusal(commandType, event.data, status, chartEvent));
+    if (stepPartition(status, chartEvent) === undefined) refusals.push(refusal(commandType, event.data, status, chartEvent));
   }
   if (refusals.length > 0) throw refusalError(commandType, state, refusals);
   return events;
@@ -350,9 +349,8 @@ function refusal(commandType: MirrorCommand['type'], ref: PartitionRef, status: 
       return { ...base, code: 'INVALID_CLUSTER_MIRROR_STATES', why: 'only a FAILED partition can be retried' };
     case 'RecordLastMirrored': {
       // The chart refuses for one of two reasons; ask it again without the recorded position.
-      const withoutPosition = restorePartition({ state, context: { ...status.context, lastMirrored: null } });
-      if (withoutPosition.can(event)) {
-        return { ...base, code: 'OFFSET_DIVERGENCE', why: `the offset is below the recorded ${status.context.lastMirrored?.offset}` };
+      if (stepPartition({ ...status, lastMirrored: null }, event) !== undefined) {
+        return { ...base, code: 'OFFSET_DIVERGENCE', why: `the offset is below the recorded ${status.lastMirrored?.offset}` };
       }
       return { ...base, code: 'INVALID_CLUSTER_MIRROR_STATES', why: 'positions are recorded only while MIRRORING, PAUSING, PAUSED or STOPPING' };
     }
@@ -447,7 +445,7 @@ export function fold(state: Mirror, events: Iterable<MirrorEvent>): Mirror {
       case 'MirrorTopicAdded': {
         const next = mirrorStep({ type: 'TOPICS_STARTED' }, event);
         if (view().has(event.data.topic)) throw historyInvalid(current, event, `topic ${event.data.topic} is already in the mirror`);
-        const partitions = Array.from({ length: event.data.partitionCount }, () => newPartition());
+        const partitions = Array.from({ length: event.data.partitionCount }, newPartition);
         writableTopics().set(event.data.topic, { partitions });
         copied.set(event.data.topic, partitions);
         current = { ...current, state: next };

@@ -2,8 +2,11 @@
 //
 // Pure: no actors, no timers, no side effects. Time and outside facts arrive as events; the
 // chart is driven with xstate's `initialTransition` / `transition`. A partition is persisted as
-// its state value plus context (`PartitionStatus`), and `restorePartition` turns that back into a
-// snapshot, so projections and decide() fold with the same chart.
+// its state value plus context, and the last mirrored position beside them (`PartitionStatus`);
+// `restorePartition` turns that back into a snapshot, so projections and decide() fold with the
+// same chart. The position is data the chart gates, not chart context: the chart sees only whether
+// a recorded position advances. That keeps the context to lifecycle facts, identical across most
+// partitions, so stepPartition can remember the chart's answers (see there).
 //
 // Transitions (KIP-1279, plus the no-dead-end rule of DESIGN.md §3):
 //   (new)            → LOG_TRUNCATION          initial state
@@ -17,7 +20,8 @@
 //   any              → FAILED     FAIL         FAILED→FAILED replaces the error, keeps previousState
 //   FAILED           → previousState  RETRY    automatic: only while retryable and attempts remain;
 //                                              operator: always, and resets the attempt count
-//   MIRRORING, PAUSING, PAUSED, STOPPING: RECORD_POSITION (stays; offset must not go backwards)
+//   MIRRORING, PAUSING, PAUSED, STOPPING: RECORD_POSITION (stays; only if the offset does not go
+//                                              backwards; counts as progress)
 // Context invariant: previousState, error and retryable are non-null exactly in FAILED.
 import { and, assign, setup, transition, type SnapshotFrom } from 'xstate';
 
@@ -54,9 +58,10 @@ export interface PartitionContext {
   readonly error: PartitionError | null;
   /** How the current or last stop was asked for; a retried STOPPING needs it. */
   readonly stopMode: StopMode | null;
-  readonly lastMirrored: LastMirrored | null;
 }
 
+/** What callers send. RECORD_POSITION carries the position; the chart itself receives
+ *  ChartEvent, where the position is reduced to whether it advances (toChartEvent). */
 export type PartitionEvent =
   | { readonly type: 'TRUNCATED' }
   | { readonly type: 'PAUSE' }
@@ -69,6 +74,9 @@ export type PartitionEvent =
   | { readonly type: 'RETRY'; readonly trigger: RetryTrigger }
   | { readonly type: 'RECORD_POSITION'; readonly position: LastMirrored };
 export type PartitionEventType = PartitionEvent['type'];
+
+/** The events the xstate machine receives. */
+export type ChartEvent = Exclude<PartitionEvent, { type: 'RECORD_POSITION' }> | { readonly type: 'RECORD_POSITION'; readonly advances: boolean };
 export const PartitionEventTypes: readonly PartitionEventType[] = ['TRUNCATED', 'PAUSE', 'PAUSED', 'RESUME', 'STOP', 'STOPPED', 'START', 'FAIL', 'RETRY', 'RECORD_POSITION'];
 
 /** The KIP's retry policy: exponential backoff from 1 s, capped at 300 s, 100 attempts. */
@@ -85,7 +93,6 @@ export const initialPartitionContext: PartitionContext = Object.freeze({
   retryable: null,
   error: null,
   stopMode: null,
-  lastMirrored: null,
 });
 
 const progressed = {
@@ -98,18 +105,14 @@ const progressed = {
 export const partitionMachine = setup({
   types: {
     context: {} as PartitionContext,
-    events: {} as PartitionEvent,
-    input: {} as { readonly lastMirrored?: LastMirrored | null },
+    events: {} as ChartEvent,
   },
   guards: {
-    automaticRetryAllowed: ({ context, event }) =>
+    retryAllowed: ({ context, event }) =>
       event.type === 'RETRY' &&
       (event.trigger === 'operator' || (context.retryable === true && context.retryAttempt < RetryPolicy.maxAttempts)),
     failedIn: ({ context }, params: { state: RecoverableState }) => context.previousState === params.state,
-    positionAdvances: ({ context, event }) =>
-      event.type === 'RECORD_POSITION' &&
-      event.position.offset >= 0n &&
-      (context.lastMirrored === null || event.position.offset >= context.lastMirrored.offset),
+    positionAdvances: ({ event }) => event.type === 'RECORD_POSITION' && event.advances,
   },
   actions: {
     progress: assign(() => progressed),
@@ -129,15 +132,11 @@ export const partitionMachine = setup({
       error: null,
       retryAttempt: event.type === 'RETRY' && event.trigger === 'operator' ? 0 : context.retryAttempt + 1,
     })),
-    recordPosition: assign(({ event }) => {
-      if (event.type !== 'RECORD_POSITION') return {};
-      return { ...progressed, lastMirrored: event.position };
-    }),
   },
 }).createMachine({
   id: 'partition',
   initial: 'LOG_TRUNCATION',
-  context: ({ input }) => ({ ...initialPartitionContext, lastMirrored: input.lastMirrored ?? null }),
+  context: initialPartitionContext,
   states: {
     LOG_TRUNCATION: {
       on: {
@@ -150,7 +149,7 @@ export const partitionMachine = setup({
       on: {
         PAUSE: { target: 'PAUSING', actions: 'progress' },
         STOP: { target: 'STOPPING', actions: 'stop' },
-        RECORD_POSITION: { guard: 'positionAdvances', actions: 'recordPosition' },
+        RECORD_POSITION: { guard: 'positionAdvances', actions: 'progress' },
         FAIL: { target: 'FAILED', actions: { type: 'fail', params: { from: 'MIRRORING' } } },
       },
     },
@@ -158,7 +157,7 @@ export const partitionMachine = setup({
       on: {
         PAUSED: { target: 'PAUSED', actions: 'progress' },
         STOP: { target: 'STOPPING', actions: 'stop' },
-        RECORD_POSITION: { guard: 'positionAdvances', actions: 'recordPosition' },
+        RECORD_POSITION: { guard: 'positionAdvances', actions: 'progress' },
         FAIL: { target: 'FAILED', actions: { type: 'fail', params: { from: 'PAUSING' } } },
       },
     },
@@ -166,14 +165,14 @@ export const partitionMachine = setup({
       on: {
         RESUME: { target: 'MIRRORING', actions: 'progress' },
         STOP: { target: 'STOPPING', actions: 'stop' },
-        RECORD_POSITION: { guard: 'positionAdvances', actions: 'recordPosition' },
+        RECORD_POSITION: { guard: 'positionAdvances', actions: 'progress' },
         FAIL: { target: 'FAILED', actions: { type: 'fail', params: { from: 'PAUSED' } } },
       },
     },
     STOPPING: {
       on: {
         STOPPED: { target: 'STOPPED', actions: 'progress' },
-        RECORD_POSITION: { guard: 'positionAdvances', actions: 'recordPosition' },
+        RECORD_POSITION: { guard: 'positionAdvances', actions: 'progress' },
         FAIL: { target: 'FAILED', actions: { type: 'fail', params: { from: 'STOPPING' } } },
       },
     },
@@ -186,7 +185,7 @@ export const partitionMachine = setup({
     FAILED: {
       on: {
         RETRY: RecoverableStates.map((state) => ({
-          guard: and(['automaticRetryAllowed', { type: 'failedIn', params: { state } }]),
+          guard: and(['retryAllowed', { type: 'failedIn', params: { state } }]),
           target: state,
           actions: 'retry' as const,
         })),
@@ -200,30 +199,69 @@ export const partitionMachine = setup({
 
 export type PartitionSnapshot = SnapshotFrom<typeof partitionMachine>;
 
-/** A partition as stored: the chart's state value and context, nothing else. */
+/** A partition as stored: the chart's state value and context, and the last mirrored position. */
 export interface PartitionStatus {
   readonly state: PartitionState;
   readonly context: PartitionContext;
+  readonly lastMirrored: LastMirrored | null;
 }
 
-/** A new mirror partition (enters LOG_TRUNCATION). Kept equal to `initialTransition(partitionMachine)`,
+const NEW_PARTITION: PartitionStatus = Object.freeze({ state: 'LOG_TRUNCATION', context: initialPartitionContext, lastMirrored: null });
+
+/** A new mirror partition (enters LOG_TRUNCATION). Equal to `initialTransition(partitionMachine)`,
  *  which the unit tests check; building it directly keeps bulk topic creation cheap. */
-export function newPartition(lastMirrored: LastMirrored | null = null): PartitionStatus {
-  return { state: 'LOG_TRUNCATION', context: lastMirrored === null ? initialPartitionContext : { ...initialPartitionContext, lastMirrored } };
+export function newPartition(): PartitionStatus {
+  return NEW_PARTITION;
 }
 
-export function restorePartition(status: PartitionStatus): PartitionSnapshot {
+export function restorePartition(status: Pick<PartitionStatus, 'state' | 'context'>): PartitionSnapshot {
   return partitionMachine.resolveState({ value: status.state, context: status.context });
 }
 
-export function partitionStatusOf(snapshot: PartitionSnapshot): PartitionStatus {
-  return { state: snapshot.value as PartitionState, context: snapshot.context };
+export function partitionStatusOf(snapshot: PartitionSnapshot, lastMirrored: LastMirrored | null): PartitionStatus {
+  return { state: snapshot.value as PartitionState, context: snapshot.context, lastMirrored };
+}
+
+/** The event the chart receives for `event` in `status`. */
+export function toChartEvent(status: PartitionStatus, event: PartitionEvent): ChartEvent {
+  if (event.type !== 'RECORD_POSITION') return event;
+  const { offset } = event.position;
+  return { type: 'RECORD_POSITION', advances: offset >= 0n && (status.lastMirrored === null || offset >= status.lastMirrored.offset) };
+}
+
+// The chart is a pure function of (state value, context, chart event), and one xstate transition
+// costs tens of microseconds, so a 50,000-partition operation would spend seconds re-asking the
+// same question. stepPartition remembers the answers, keyed on exactly those three inputs.
+const MEMO_LIMIT = 4_096;
+const memo = new Map<string, { readonly state: PartitionState; readonly context: PartitionContext } | null>();
+
+function memoKey(status: PartitionStatus, event: ChartEvent): string {
+  const c = status.context;
+  const e =
+    event.type === 'FAIL'
+      ? `FAIL\u0001${event.retryable}\u0001${event.error.code}\u0001${event.error.message}`
+      : event.type === 'STOP'
+        ? `STOP\u0001${event.mode}`
+        : event.type === 'RETRY'
+          ? `RETRY\u0001${event.trigger}`
+          : event.type === 'RECORD_POSITION'
+            ? `RECORD_POSITION\u0001${event.advances}`
+            : event.type;
+  return `${status.state}\u0002${c.previousState}\u0002${c.retryAttempt}\u0002${c.retryable}\u0002${c.stopMode}\u0002${c.error?.code}\u0002${c.error?.message}\u0003${e}`;
 }
 
 /** The chart's verdict: the next status, or undefined when the chart has no transition for `event`. */
 export function stepPartition(status: PartitionStatus, event: PartitionEvent): PartitionStatus | undefined {
-  const snapshot = restorePartition(status);
-  if (!snapshot.can(event)) return undefined;
-  const [next] = transition(partitionMachine, snapshot, event);
-  return partitionStatusOf(next);
+  const chartEvent = toChartEvent(status, event);
+  const key = memoKey(status, chartEvent);
+  let next = memo.get(key);
+  if (next === undefined) {
+    const snapshot = restorePartition(status);
+    next = snapshot.can(chartEvent) ? partitionStatusOf(transition(partitionMachine, snapshot, chartEvent)[0], null) : null;
+    if (memo.size >= MEMO_LIMIT) memo.clear();
+    memo.set(key, next);
+  }
+  if (next === null) return undefined;
+  const lastMirrored = event.type === 'RECORD_POSITION' ? event.position : status.lastMirrored;
+  return { state: next.state, context: next.context, lastMirrored };
 }

@@ -14,7 +14,7 @@ import { sql } from 'kysely';
 import { ExpectedVersionConflictError, KmirrorError } from '../../domain/errors.ts';
 import type { DomainEvent } from '../../domain/events.ts';
 import type { Trx } from '../database.ts';
-import { canonicalJson, eventHash } from './hash.ts';
+import { canonicalJson, chainHashes } from './hash.ts';
 import { normalizeMetadata, type EventMetadata, type ExpectedVersion, type RecordedEvent } from './types.ts';
 
 export interface AppendOptions {
@@ -63,23 +63,14 @@ export async function appendToStream<E extends DomainEvent>(
   const recordedAt = stream.now;
   const firstPosition = head.last_position + 1n;
   const firstVersion = current + 1n;
-  const types: string[] = new Array<string>(events.length);
-  const datas: string[] = new Array<string>(events.length);
-  const hashes: Buffer[] = new Array<Buffer>(events.length);
-  const recorded: RecordedEvent<E>[] = new Array<RecordedEvent<E>>(events.length);
-  let previous = head.last_hash;
-  for (let i = 0; i < events.length; i++) {
-    const event = events[i]!;
-    const position = firstPosition + BigInt(i);
-    const streamVersion = firstVersion + BigInt(i);
-    const dataJson = canonicalJson(event.data);
-    const hash = eventHash(previous, { position, streamId, streamVersion, type: event.type, dataJson, metadataJson, recordedAt });
-    types[i] = event.type;
-    datas[i] = dataJson;
-    hashes[i] = hash;
-    recorded[i] = { ...event, metadata, streamId, streamVersion, position, recordedAt, hash } as RecordedEvent<E>;
-    previous = hash;
-  }
+  const types = events.map((e) => e.type);
+  const datas = events.map((e) => canonicalJson(e.data));
+  const hashes = chainHashes(head.last_hash, { firstPosition, streamId, firstVersion, metadataJson, recordedAt }, events.map((e, i) => ({ type: e.type, dataJson: datas[i]! })));
+  const lastHash = Buffer.from(hashes.at(-1)!, 'hex');
+  const recorded = events.map(
+    (event, i) =>
+      ({ ...event, metadata, streamId, streamVersion: firstVersion + BigInt(i), position: firstPosition + BigInt(i), recordedAt, hash: Buffer.from(hashes[i]!, 'hex') }) as RecordedEvent<E>,
+  );
   const lastPosition = firstPosition + BigInt(events.length - 1);
   const nextVersion = current + BigInt(events.length);
 
@@ -88,14 +79,14 @@ export async function appendToStream<E extends DomainEvent>(
       with inserted as (
         insert into events (position, stream_id, stream_version, type, data, metadata, recorded_at, hash)
         select ${firstPosition}::int8 + u.ord - 1, ${streamId}, ${firstVersion}::int8 + u.ord - 1, u.type, u.data::jsonb,
-               ${metadataJson}::jsonb, ${recordedAt}::timestamptz, u.hash
-        from unnest(${types}::text[], ${datas}::text[], ${hashes}::bytea[]) with ordinality as u(type, data, hash, ord)
+               ${metadataJson}::jsonb, ${recordedAt}::timestamptz, decode(u.hash, 'hex')
+        from unnest(${types}::text[], ${datas}::text[], ${hashes}::text[]) with ordinality as u(type, data, hash, ord)
         returning 1
       ), stream as (
         insert into streams (stream_id, version, updated_at) values (${streamId}, ${nextVersion}::int8, ${recordedAt}::timestamptz)
         on conflict (stream_id) do update set version = excluded.version, updated_at = excluded.updated_at
       ), chain as (
-        update event_chain set last_position = ${lastPosition}::int8, last_hash = ${previous} where id = 1
+        update event_chain set last_position = ${lastPosition}::int8, last_hash = ${lastHash} where id = 1
       )
       select count(*)::int4 as inserted from inserted`.execute(trx)
   ).rows[0]!.inserted;

@@ -22,9 +22,9 @@ export function partitionRow(mirror: string, topic: string, partition: number, s
     error_code: c.error?.code ?? null,
     error_message: c.error?.message ?? null,
     stop_mode: c.stopMode,
-    last_mirrored_offset: c.lastMirrored?.offset ?? null,
-    last_mirrored_epoch: c.lastMirrored?.leaderEpoch ?? null,
-    last_mirrored_checksum: c.lastMirrored?.checksum ?? null,
+    last_mirrored_offset: status.lastMirrored?.offset ?? null,
+    last_mirrored_epoch: status.lastMirrored?.leaderEpoch ?? null,
+    last_mirrored_checksum: status.lastMirrored?.checksum ?? null,
     updated_at: updatedAt,
   };
 }
@@ -52,11 +52,11 @@ export function partitionStatusFromRow(row: StatusColumns): PartitionStatus {
       retryable: row.retryable,
       error: row.error_code === null ? null : { code: row.error_code, message: row.error_message ?? '' },
       stopMode: row.stop_mode as StopMode | null,
-      lastMirrored:
-        row.last_mirrored_offset === null
-          ? null
-          : { offset: row.last_mirrored_offset, leaderEpoch: row.last_mirrored_epoch ?? -1, checksum: row.last_mirrored_checksum ?? '' },
     },
+    lastMirrored:
+      row.last_mirrored_offset === null
+        ? null
+        : { offset: row.last_mirrored_offset, leaderEpoch: row.last_mirrored_epoch ?? -1, checksum: row.last_mirrored_checksum ?? '' },
   };
 }
 

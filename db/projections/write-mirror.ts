@@ -1,5 +1,6 @@
-// Write one mirror's projection changes: the mirror row, new topic rows, and every touched
-// partition row as one multi-row upsert (unnest), so N partitions cost one statement, not N.
+// Write one mirror's projection changes: the mirror row, new topic rows, and the touched partition
+// rows as one multi-row INSERT (partitions of new topics) and one multi-row UPDATE (the rest), both
+// from unnest(…), so N partitions cost one or two statements, not N.
 import { sql } from 'kysely';
 import { KmirrorError } from '../../domain/errors.ts';
 import type { Mirror } from '../../domain/mirror.ts';
@@ -37,30 +38,50 @@ export async function writeMirrorChanges(trx: Trx, mirror: Mirror, changes: Mirr
       .values([...changes.topics].map(([topic, t]) => ({ mirror: mirror.name, topic, partition_count: t.partitionCount, created_at: t.createdAt })))
       .execute();
   }
-  const rows: NewMirrorPartitionRow[] = [];
+  const inserts: NewMirrorPartitionRow[] = [];
+  const updates: NewMirrorPartitionRow[] = [];
   for (const { topic, partition, at } of changes.partitions.values()) {
     const status = mirror.topics.get(topic)?.partitions[partition];
     if (status === undefined) continue; // touched, then removed by a later deletion in the same run
-    rows.push(partitionRow(mirror.name, topic, partition, status, at));
+    (changes.resetTopics || changes.topics.has(topic) ? inserts : updates).push(partitionRow(mirror.name, topic, partition, status, at));
   }
-  for (let i = 0; i < rows.length; i += CHUNK) await upsertPartitionRows(trx, mirror.name, rows.slice(i, i + CHUNK));
+  for (let i = 0; i < inserts.length; i += CHUNK) await insertPartitionRows(trx, mirror.name, inserts.slice(i, i + CHUNK));
+  for (let i = 0; i < updates.length; i += CHUNK) {
+    const chunk = updates.slice(i, i + CHUNK);
+    const updated = await updatePartitionRows(trx, mirror.name, chunk);
+    if (updated !== chunk.length) {
+      throw new KmirrorError('EVENT_HISTORY_INVALID', `mirror ${mirror.name}: ${chunk.length - updated} partition rows are missing from the projection; rebuild the projections`);
+    }
+  }
 }
 
-async function upsertPartitionRows(trx: Trx, mirror: string, rows: readonly NewMirrorPartitionRow[]): Promise<void> {
+/** The status columns of `rows` as arrays for unnest(…), in the column order of the statements below. */
+function columns(rows: readonly NewMirrorPartitionRow[]) {
   const column = <K extends keyof NewMirrorPartitionRow>(key: K) => rows.map((r) => r[key] ?? null);
-  await sql`
-    insert into mirror_partitions (mirror, topic, partition, state, previous_state, retry_attempt, retryable, error_code, error_message,
-                                   stop_mode, last_mirrored_offset, last_mirrored_epoch, last_mirrored_checksum, updated_at)
-    select ${mirror}, u.* from unnest(
+  return sql`unnest(
       ${column('topic')}::text[], ${column('partition')}::int4[], ${column('state')}::text[], ${column('previous_state')}::text[],
       ${column('retry_attempt')}::int4[], ${column('retryable')}::bool[], ${column('error_code')}::text[], ${column('error_message')}::text[],
       ${column('stop_mode')}::text[], ${column('last_mirrored_offset')}::int8[], ${column('last_mirrored_epoch')}::int4[],
       ${column('last_mirrored_checksum')}::text[], ${column('updated_at')}::timestamptz[]
-    ) as u
-    on conflict (mirror, topic, partition) do update set
-      state = excluded.state, previous_state = excluded.previous_state, retry_attempt = excluded.retry_attempt,
-      retryable = excluded.retryable, error_code = excluded.error_code, error_message = excluded.error_message,
-      stop_mode = excluded.stop_mode, last_mirrored_offset = excluded.last_mirrored_offset,
-      last_mirrored_epoch = excluded.last_mirrored_epoch, last_mirrored_checksum = excluded.last_mirrored_checksum,
-      updated_at = excluded.updated_at`.execute(trx);
+    ) as u(topic, partition, state, previous_state, retry_attempt, retryable, error_code, error_message, stop_mode,
+           last_mirrored_offset, last_mirrored_epoch, last_mirrored_checksum, updated_at)`;
+}
+
+async function insertPartitionRows(trx: Trx, mirror: string, rows: readonly NewMirrorPartitionRow[]): Promise<void> {
+  await sql`
+    insert into mirror_partitions (mirror, topic, partition, state, previous_state, retry_attempt, retryable, error_code, error_message,
+                                   stop_mode, last_mirrored_offset, last_mirrored_epoch, last_mirrored_checksum, updated_at)
+    select ${mirror}, u.* from ${columns(rows)}`.execute(trx);
+}
+
+async function updatePartitionRows(trx: Trx, mirror: string, rows: readonly NewMirrorPartitionRow[]): Promise<number> {
+  const result = await sql`
+    update mirror_partitions p set
+      state = u.state, previous_state = u.previous_state, retry_attempt = u.retry_attempt, retryable = u.retryable,
+      error_code = u.error_code, error_message = u.error_message, stop_mode = u.stop_mode,
+      last_mirrored_offset = u.last_mirrored_offset, last_mirrored_epoch = u.last_mirrored_epoch,
+      last_mirrored_checksum = u.last_mirrored_checksum, updated_at = u.updated_at
+    from ${columns(rows)}
+    where p.mirror = ${mirror} and p.topic = u.topic and p.partition = u.partition`.execute(trx);
+  return Number(result.numAffectedRows ?? 0n);
 }

@@ -93,7 +93,7 @@ describe('executeMirrorCommand', () => {
     const row = await t.db.selectFrom('mirror_partitions').select(['last_mirrored_offset', 'last_mirrored_epoch', 'last_mirrored_checksum']).where('mirror', '=', mirror).executeTakeFirstOrThrow();
     expect(row).toEqual({ last_mirrored_offset: offset, last_mirrored_epoch: 7, last_mirrored_checksum: 'crc32c:00ff00ff' });
     const loaded = await loadMirror(t.db, mirror, 'all');
-    expect(loaded.state.topics.get('orders')!.partitions[0]!.context.lastMirrored?.offset).toBe(offset);
+    expect(loaded.state.topics.get('orders')!.partitions[0]!.lastMirrored?.offset).toBe(offset);
     expect((await describeMirror(t.db, mirror)).topics[0]!.partitions[0]!.lastMirrored?.offset).toBe(offset.toString());
   });
 

@@ -190,7 +190,7 @@ describe('RecordLastMirrored', () => {
       .when(record(big))
       .then([{ type: 'PartitionPositionRecorded', data: { topic: 'orders', partition: 0, offset: big.toString(), leaderEpoch: 5, checksum: 'crc32c:1a2b3c4d' } }]);
     const state = fold(initialMirror(M), [...mirroring, ...decide(record(big), fold(initialMirror(M), mirroring))]);
-    expect(state.topics.get('orders')!.partitions[0]!.context.lastMirrored).toEqual({ offset: big, leaderEpoch: 5, checksum: 'crc32c:1a2b3c4d' });
+    expect(state.topics.get('orders')!.partitions[0]!.lastMirrored).toEqual({ offset: big, leaderEpoch: 5, checksum: 'crc32c:1a2b3c4d' });
   });
 
   it('refuses an offset that goes backwards', () => {

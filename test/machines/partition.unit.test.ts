@@ -13,6 +13,8 @@ import {
   restorePartition,
   retryDelayMs,
   stepPartition,
+  toChartEvent,
+  type PartitionContext,
   type LastMirrored,
   type PartitionEvent,
   type PartitionState,
@@ -22,6 +24,11 @@ import {
 
 const position = (offset: bigint): LastMirrored => ({ offset, leaderEpoch: 3, checksum: `crc-${offset}` });
 const recorded = position(100n);
+const status = (state: PartitionState, context: Partial<PartitionContext> = {}, lastMirrored: LastMirrored | null = null): PartitionStatus => ({
+  state,
+  context: { ...initialPartitionContext, ...context },
+  lastMirrored,
+});
 
 /** Every event the chart can receive, with the payload variants its guards tell apart. */
 const events = {
@@ -113,24 +120,14 @@ interface Configuration {
 function configurations(): Configuration[] {
   const out: Configuration[] = [];
   for (const state of RecoverableStates) {
-    out.push({ label: state, status: { state, context: { ...initialPartitionContext, retryAttempt: 2, lastMirrored: recorded } } });
+    out.push({ label: state, status: status(state, { retryAttempt: 2 }, recorded) });
   }
   for (const previousState of RecoverableStates) {
     for (const retryable of [true, false]) {
       for (const retryAttempt of [0, RetryPolicy.maxAttempts - 1, RetryPolicy.maxAttempts]) {
         out.push({
           label: `FAILED(previous=${previousState}, retryable=${retryable}, attempt=${retryAttempt})`,
-          status: {
-            state: 'FAILED',
-            context: {
-              ...initialPartitionContext,
-              previousState,
-              retryable,
-              retryAttempt,
-              error: { code: 'CLUSTER_UNREACHABLE', message: 'boom' },
-              lastMirrored: recorded,
-            },
-          },
+          status: status('FAILED', { previousState, retryable, retryAttempt, error: { code: 'CLUSTER_UNREACHABLE', message: 'boom' } }, recorded),
         });
       }
     }
@@ -160,11 +157,14 @@ describe('partition chart: every (state, event) pair against the allowed-transit
   });
 
   it.each(cases.map((c) => [c.config.label, c.eventCase, c.expected ?? 'refused', c] as const))('%s + %s → %s', (_l, _e, _x, c) => {
-    const next = stepPartition(c.config.status, events[c.eventCase]);
+    const event = events[c.eventCase];
+    const next = stepPartition(c.config.status, event);
     expect(next?.state).toBe(c.expected);
+    expect(stepPartition(c.config.status, event)).toEqual(next); // remembered answers are the same answers
     // The pure `transition` on a live snapshot agrees with the verdict: a refused event changes nothing.
-    const [live] = transition(partitionMachine, restorePartition(c.config.status), events[c.eventCase]);
-    expect(partitionStatusOf(live)).toEqual(next ?? c.config.status);
+    const [live] = transition(partitionMachine, restorePartition(c.config.status), toChartEvent(c.config.status, event));
+    const lastMirrored = next !== undefined && event.type === 'RECORD_POSITION' ? event.position : c.config.status.lastMirrored;
+    expect(partitionStatusOf(live, lastMirrored)).toEqual(next ?? c.config.status);
   });
 });
 
@@ -172,24 +172,19 @@ describe('partition chart: context', () => {
   const fail = events['FAIL retryable'];
 
   it('starts in LOG_TRUNCATION with an empty context, equal to newPartition()', () => {
-    const [snapshot, actions] = initialTransition(partitionMachine, {});
-    expect(partitionStatusOf(snapshot)).toEqual(newPartition());
+    const [snapshot, actions] = initialTransition(partitionMachine);
+    expect(partitionStatusOf(snapshot, null)).toEqual(newPartition());
     expect(actions).toEqual([]);
-    const [withPosition] = initialTransition(partitionMachine, { lastMirrored: recorded });
-    expect(partitionStatusOf(withPosition)).toEqual(newPartition(recorded));
   });
 
   it('FAILED keeps previousState, error, retryable and the attempt count', () => {
-    const mirroring: PartitionStatus = { state: 'MIRRORING', context: { ...initialPartitionContext, retryAttempt: 4 } };
+    const mirroring = status('MIRRORING', { retryAttempt: 4 }, recorded);
     const failed = stepPartition(mirroring, fail)!;
-    expect(failed).toEqual({
-      state: 'FAILED',
-      context: { ...mirroring.context, previousState: 'MIRRORING', retryable: true, error: fail.error, retryAttempt: 4 },
-    });
+    expect(failed).toEqual(status('FAILED', { previousState: 'MIRRORING', retryable: true, error: fail.error, retryAttempt: 4 }, recorded));
   });
 
   it('a second failure replaces the error but never records FAILED as the previous state', () => {
-    const failed = stepPartition({ state: 'PAUSING', context: initialPartitionContext }, fail)!;
+    const failed = stepPartition(status('PAUSING'), fail)!;
     const again = stepPartition(failed, events['FAIL fatal'])!;
     expect(again.context.previousState).toBe('PAUSING');
     expect(again.context.error).toEqual(events['FAIL fatal'].error);
@@ -197,40 +192,36 @@ describe('partition chart: context', () => {
   });
 
   it('automatic retry returns to the previous state and counts the attempt; progress resets it', () => {
-    let status = stepPartition({ state: 'LOG_TRUNCATION', context: initialPartitionContext }, fail)!;
-    status = stepPartition(status, events['RETRY automatic'])!;
-    expect(status).toEqual({ state: 'LOG_TRUNCATION', context: { ...initialPartitionContext, retryAttempt: 1 } });
-    status = stepPartition(stepPartition(status, fail)!, events['RETRY automatic'])!;
-    expect(status.context.retryAttempt).toBe(2);
-    status = stepPartition(status, events.TRUNCATED)!;
-    expect(status).toEqual({ state: 'MIRRORING', context: initialPartitionContext });
+    let current = stepPartition(status('LOG_TRUNCATION'), fail)!;
+    current = stepPartition(current, events['RETRY automatic'])!;
+    expect(current).toEqual(status('LOG_TRUNCATION', { retryAttempt: 1 }));
+    current = stepPartition(stepPartition(current, fail)!, events['RETRY automatic'])!;
+    expect(current.context.retryAttempt).toBe(2);
+    current = stepPartition(current, events.TRUNCATED)!;
+    expect(current).toEqual(status('MIRRORING'));
   });
 
   it('no dead end: a partition whose automatic retries are exhausted can be retried or stopped by an operator', () => {
-    let status: PartitionStatus = { state: 'STOPPING', context: { ...initialPartitionContext, stopMode: 'promote' } };
+    let current = status('STOPPING', { stopMode: 'promote' });
     for (let i = 0; i < RetryPolicy.maxAttempts; i++) {
-      status = stepPartition(stepPartition(status, fail)!, events['RETRY automatic'])!;
+      current = stepPartition(stepPartition(current, fail)!, events['RETRY automatic'])!;
     }
-    const exhausted = stepPartition(status, fail)!;
+    const exhausted = stepPartition(current, fail)!;
     expect(exhausted.context.retryAttempt).toBe(RetryPolicy.maxAttempts);
     expect(stepPartition(exhausted, events['RETRY automatic'])).toBeUndefined();
-    expect(stepPartition(exhausted, events['RETRY operator'])).toEqual({
-      state: 'STOPPING',
-      context: { ...initialPartitionContext, stopMode: 'promote' },
-    });
+    expect(stepPartition(exhausted, events['RETRY operator'])).toEqual(status('STOPPING', { stopMode: 'promote' }));
     expect(stepPartition(exhausted, events['STOP failover'])?.context.stopMode).toBe('failover');
     expect(stepPartition(exhausted, events.START)?.state).toBe('LOG_TRUNCATION');
   });
 
   it('a restart keeps the last mirrored position (failback truncates to it)', () => {
-    const stopped: PartitionStatus = { state: 'STOPPED', context: { ...initialPartitionContext, stopMode: 'failover', lastMirrored: recorded } };
-    expect(stepPartition(stopped, events.START)).toEqual({ state: 'LOG_TRUNCATION', context: { ...initialPartitionContext, lastMirrored: recorded } });
+    expect(stepPartition(status('STOPPED', { stopMode: 'failover' }, recorded), events.START)).toEqual(status('LOG_TRUNCATION', {}, recorded));
   });
 
   it('records positions monotonically and never a negative offset', () => {
-    const mirroring: PartitionStatus = { state: 'MIRRORING', context: initialPartitionContext };
+    const mirroring = status('MIRRORING');
     expect(stepPartition(mirroring, { type: 'RECORD_POSITION', position: position(-1n) })).toBeUndefined();
-    expect(stepPartition(mirroring, { type: 'RECORD_POSITION', position: position(0n) })?.context.lastMirrored).toEqual(position(0n));
+    expect(stepPartition(mirroring, { type: 'RECORD_POSITION', position: position(0n) })?.lastMirrored).toEqual(position(0n));
   });
 
   it('backs off exponentially from 1 s to the 300 s cap', () => {
@@ -271,16 +262,17 @@ describe('partition chart: random event sequences (property)', () => {
 
         // Driving one live snapshot with `transition` gives the same trail as restoring from the
         // stored status at every step: the stored form loses nothing.
-        let [live] = initialTransition(partitionMachine, {});
+        let [live] = initialTransition(partitionMachine);
         for (let i = 0; i < sequence.length; i++) {
-          [live] = transition(partitionMachine, live, sequence[i]!);
-          expect(partitionStatusOf(live)).toEqual(trail[i + 1]);
+          [live] = transition(partitionMachine, live, toChartEvent(trail[i]!, sequence[i]!));
+          expect(partitionStatusOf(live, trail[i + 1]!.lastMirrored)).toEqual(trail[i + 1]);
         }
 
-        for (const status of trail) {
-          expect(PartitionStates).toContain(status.state);
-          const { previousState, error, retryable, retryAttempt, lastMirrored } = status.context;
-          const failed = status.state === 'FAILED';
+        for (const current of trail) {
+          expect(PartitionStates).toContain(current.state);
+          const { previousState, error, retryable, retryAttempt } = current.context;
+          const { lastMirrored } = current;
+          const failed = current.state === 'FAILED';
           expect(previousState !== null).toBe(failed);
           expect(error !== null).toBe(failed);
           expect(retryable !== null).toBe(failed);
@@ -290,8 +282,8 @@ describe('partition chart: random event sequences (property)', () => {
           if (lastMirrored !== null) expect(lastMirrored.offset >= 0n).toBe(true);
         }
         for (let i = 1; i < trail.length; i++) {
-          const before = trail[i - 1]!.context.lastMirrored?.offset ?? -1n;
-          const after = trail[i]!.context.lastMirrored?.offset ?? -1n;
+          const before = trail[i - 1]!.lastMirrored?.offset ?? -1n;
+          const after = trail[i]!.lastMirrored?.offset ?? -1n;
           expect(after >= before).toBe(true);
         }
       }),
