@@ -47,60 +47,58 @@ function normalize(target: LeaseTarget): LeaseTarget {
   return { mirror: target.mirror, topic: target.topic, partitions };
 }
 
-/** Take the lease on every partition of `target`, or throw LEASE_HELD (and take none). */
-export async function acquireLeases(db: Db, target: LeaseTarget, owner: string, timing: LeaseTiming): Promise<HeldLease> {
+/** Take the lease on every partition of `target`, or throw LEASE_HELD (and take none: roll the
+ *  transaction back). Locks the lease rows until `trx` ends. */
+export async function acquireLeases(trx: Trx, target: LeaseTarget, owner: string, timing: LeaseTiming): Promise<HeldLease> {
   if (owner === '') throw new KmirrorError('INVALID_ARGUMENT', 'lease owner must not be empty');
   const t = normalize(target);
-  return db.transaction().execute(async (trx) => {
-    await sql`
-      insert into partition_leases (mirror, topic, partition, owner, epoch, expires_at, updated_at)
-      select ${t.mirror}, ${t.topic}, p, null, 0, null, now() from unnest(${t.partitions}::int4[]) as p
-      on conflict do nothing`.execute(trx);
-    // Rows locked in partition order, so two acquirers of overlapping sets cannot deadlock.
-    const { rows } = await sql<{ partition: number; owner: string | null; epoch: bigint; expires_at: Date | null; free: boolean; free_at: Date | null }>`
-      select partition, owner, epoch, expires_at,
-             owner is null or expires_at + grace_ms * interval '1 millisecond' < now() as free,
-             expires_at + grace_ms * interval '1 millisecond' as free_at
-      from partition_leases
-      where mirror = ${t.mirror} and topic = ${t.topic} and partition = any(${t.partitions}::int4[])
-      order by partition
-      for update`.execute(trx);
-    const held = rows.filter((r) => !r.free);
-    if (held.length > 0) {
-      const first = held[0]!;
-      throw new KmirrorError(
-        'LEASE_HELD',
-        `lease ${describeTarget(t)}: partition ${first.partition} is held by ${first.owner} (epoch ${first.epoch}) until ${first.expires_at?.toISOString()}; free after ${first.free_at?.toISOString()}`,
-        { holder: first.owner, epoch: first.epoch.toString(), freeAt: first.free_at?.toISOString() ?? null, held: held.length },
-      );
-    }
-    const updated = await sql<{ partition: number; epoch: bigint; expires_at: Date }>`
-      update partition_leases
-      set owner = ${owner}, epoch = epoch + 1, expires_at = now() + ${interval(timing.ttlMs)}, grace_ms = ${Math.ceil(timing.graceMs)}, updated_at = now()
-      where mirror = ${t.mirror} and topic = ${t.topic} and partition = any(${t.partitions}::int4[])
-      returning partition, epoch, expires_at`.execute(trx);
-    const byPartition = new Map(updated.rows.map((r) => [r.partition, r]));
-    return { ...t, owner, epochs: t.partitions.map((p) => byPartition.get(p)!.epoch), expiresAt: updated.rows[0]!.expires_at };
-  });
+  await sql`
+    insert into partition_leases (mirror, topic, partition, owner, epoch, expires_at, updated_at)
+    select ${t.mirror}, ${t.topic}, p, null, 0, null, now() from unnest(${t.partitions}::int4[]) as p
+    on conflict do nothing`.execute(trx);
+  // Rows locked in partition order, so two acquirers of overlapping sets cannot deadlock.
+  const { rows } = await sql<{ partition: number; owner: string | null; epoch: bigint; expires_at: Date | null; free: boolean; free_at: Date | null }>`
+    select partition, owner, epoch, expires_at,
+           owner is null or expires_at + grace_ms * interval '1 millisecond' < now() as free,
+           expires_at + grace_ms * interval '1 millisecond' as free_at
+    from partition_leases
+    where mirror = ${t.mirror} and topic = ${t.topic} and partition = any(${t.partitions}::int4[])
+    order by partition
+    for update`.execute(trx);
+  const held = rows.filter((r) => !r.free);
+  if (held.length > 0) {
+    const first = held[0]!;
+    throw new KmirrorError(
+      'LEASE_HELD',
+      `lease ${describeTarget(t)}: partition ${first.partition} is held by ${first.owner} (epoch ${first.epoch}) until ${first.expires_at?.toISOString()}; free after ${first.free_at?.toISOString()}`,
+      { holder: first.owner, epoch: first.epoch.toString(), freeAt: first.free_at?.toISOString() ?? null, held: held.length },
+    );
+  }
+  const updated = await sql<{ partition: number; epoch: bigint; expires_at: Date }>`
+    update partition_leases
+    set owner = ${owner}, epoch = epoch + 1, expires_at = now() + ${interval(timing.ttlMs)}, grace_ms = ${Math.ceil(timing.graceMs)}, updated_at = now()
+    where mirror = ${t.mirror} and topic = ${t.topic} and partition = any(${t.partitions}::int4[])
+    returning partition, epoch, expires_at`.execute(trx);
+  const byPartition = new Map(updated.rows.map((r) => [r.partition, r]));
+  return { ...t, owner, epochs: t.partitions.map((p) => byPartition.get(p)!.epoch), expiresAt: updated.rows[0]!.expires_at };
 }
 
-/** Extend a held lease; LEASE_LOST (and nothing extended) when any partition was fenced or expired. */
-export async function renewLeases(db: Db, lease: HeldLease, ttlMs: number): Promise<Date> {
-  return db.transaction().execute(async (trx) => {
-    const { rows } = await sql<{ expires_at: Date }>`
-      update partition_leases l set expires_at = now() + ${interval(ttlMs)}, updated_at = now()
-      from unnest(${lease.partitions}::int4[], ${lease.epochs.map(String)}::int8[]) as h(partition, epoch)
-      where l.mirror = ${lease.mirror} and l.topic = ${lease.topic} and l.partition = h.partition
-        and l.epoch = h.epoch and l.owner = ${lease.owner} and l.expires_at > now()
-      returning l.expires_at`.execute(trx);
-    if (rows.length !== lease.partitions.length) throw await leaseLost(trx, lease, 'renew');
-    return rows[0]!.expires_at;
-  });
+/** Extend a held lease; LEASE_LOST when any partition was fenced or expired (roll `trx` back then,
+ *  so nothing is extended). */
+export async function renewLeases(trx: Trx, lease: HeldLease, ttlMs: number): Promise<Date> {
+  const { rows } = await sql<{ expires_at: Date }>`
+    update partition_leases l set expires_at = now() + ${interval(ttlMs)}, updated_at = now()
+    from unnest(${lease.partitions}::int4[], ${lease.epochs.map(String)}::int8[]) as h(partition, epoch)
+    where l.mirror = ${lease.mirror} and l.topic = ${lease.topic} and l.partition = h.partition
+      and l.epoch = h.epoch and l.owner = ${lease.owner} and l.expires_at > now()
+    returning l.expires_at`.execute(trx);
+  if (rows.length !== lease.partitions.length) throw await leaseLost(trx, lease, 'renew');
+  return rows[0]!.expires_at;
 }
 
 /** Give a held lease up. Releases the partitions still held at their epoch; LEASE_LOST names any
  *  that were fenced meanwhile (those are left to their new owner). */
-export async function releaseLeases(db: Db, lease: HeldLease): Promise<void> {
+export async function releaseLeases(db: Db | Trx, lease: HeldLease): Promise<void> {
   const { rows } = await sql<{ partition: number }>`
     update partition_leases l set owner = null, expires_at = null, updated_at = now()
     from unnest(${lease.partitions}::int4[], ${lease.epochs.map(String)}::int8[]) as h(partition, epoch)
@@ -161,7 +159,7 @@ export function createPartitionLease(db: Db, options: PartitionLeaseOptions): Pa
         signal.throwIfAborted();
         const started = Date.now();
         try {
-          held = await acquireLeases(db, options, options.owner, options);
+          held = await db.transaction().execute((trx) => acquireLeases(trx, options, options.owner, options));
           validUntil = started + options.ttlMs;
           return;
         } catch (err) {
@@ -178,7 +176,11 @@ export function createPartitionLease(db: Db, options: PartitionLeaseOptions): Pa
     async renew() {
       if (held === undefined) throw new KmirrorError('LEASE_LOST', `lease ${describeTarget(options)} is not held by ${options.owner}`);
       const started = Date.now();
-      await renewLeases(db, held, options.ttlMs).catch(fenced);
+      const lease = held;
+      await db
+        .transaction()
+        .execute((trx) => renewLeases(trx, lease, options.ttlMs))
+        .catch(fenced);
       validUntil = started + options.ttlMs;
     },
     async release() {

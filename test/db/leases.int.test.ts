@@ -1,6 +1,15 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { acquireLeases, createPartitionLease, releaseLeases, renewLeases, type LeaseTarget } from '../../db/leases.ts';
+import {
+  acquireLeases as acquireIn,
+  createPartitionLease,
+  releaseLeases,
+  renewLeases as renewIn,
+  type HeldLease,
+  type LeaseTarget,
+  type LeaseTiming,
+} from '../../db/leases.ts';
+import type { Db } from '../../db/database.ts';
 import type { PartitionLease } from '../../kafka/lease.ts';
 import { randomName } from '../support/stack.ts';
 import { migratedDatabase, type TestDatabase } from './fixture.ts';
@@ -13,6 +22,9 @@ afterAll(async () => t?.close());
 
 const long = { ttlMs: 60_000, graceMs: 1_000 };
 const short = { ttlMs: 300, graceMs: 400 };
+/** acquireLeases / renewLeases lock, so they take a transaction; each call here is its own. */
+const acquireLeases = (db: Db, where: LeaseTarget, owner: string, timing: LeaseTiming) => db.transaction().execute((trx) => acquireIn(trx, where, owner, timing));
+const renewLeases = (db: Db, lease: HeldLease, ttlMs: number) => db.transaction().execute((trx) => renewIn(trx, lease, ttlMs));
 const target = (partitions: number[] = [0, 1, 2]): LeaseTarget => ({ mirror: randomName('m'), topic: 'orders', partitions });
 
 describe('partition leases', () => {
