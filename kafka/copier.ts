@@ -120,7 +120,7 @@ interface ProduceItem {
   readonly bytes: number;
   readonly leaderEpoch: number;
   /** Unstamped source bytes or an encoder: stamped with the sequence at send time. */
-  readonly stamp: (s: { producerId: bigint; producerEpoch: number; baseSequence: number }) => Buffer;
+  readonly stamp: (s: { producerId: bigint; producerEpoch: number; baseSequence: number }) => Buffer | Buffer[];
 }
 
 /** Plan for one partition out of one fetch: what to produce, and why it stops, if it does. */

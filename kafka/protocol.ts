@@ -262,8 +262,9 @@ export class AbortedTransactions {
 // --- produce ----------------------------------------------------------------------------------
 export interface ProducePartitionRequest {
   readonly partition: number;
-  /** Exactly one record batch (Produce v3+ allows one per partition per request). */
-  readonly batch: Buffer;
+  /** Exactly one record batch (Produce v3+ allows one per partition per request), possibly in
+   *  chunks (a re-stamped header and the original records). */
+  readonly batch: Buffer | readonly Buffer[];
 }
 export interface ProducedPartition {
   readonly partition: number;
@@ -275,7 +276,7 @@ export interface ProducedPartition {
 
 function encodeProduce(req: { topic: string; partitions: readonly ProducePartitionRequest[]; acks: number; timeoutMs: number }): Buffer {
   const w = new Writer().string(null).int16(req.acks).int32(req.timeoutMs).int32(1).string(req.topic).int32(req.partitions.length);
-  for (const p of req.partitions) w.int32(p.partition).bytes([p.batch]);
+  for (const p of req.partitions) w.int32(p.partition).bytes(Buffer.isBuffer(p.batch) ? [p.batch] : p.batch);
   return w.done();
 }
 

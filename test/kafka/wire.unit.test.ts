@@ -33,7 +33,7 @@ describe('RecordBatch v2', () => {
 
   it('restamping replaces producer id, epoch and sequence, keeps records, and recomputes the CRC', () => {
     const original = asRawBatch(encodeBatch([{ timestamp: 5n, key: null, value: Buffer.from('v'), headers: [] }], stamp));
-    const restamped = asRawBatch(restampBatch(original, { producerId: 99n, producerEpoch: 1, baseSequence: 1000 }));
+    const restamped = asRawBatch(Buffer.concat(restampBatch(original, { producerId: 99n, producerEpoch: 1, baseSequence: 1000 })));
     expect(restamped.producerId).toBe(99n);
     expect(restamped.bytes.readInt32BE(53)).toBe(1000);
     expect(crcValid(restamped)).toBe(true);

@@ -122,7 +122,20 @@ export function messages(count: number, partitions: number, opts: { valueBytes?:
   });
 }
 
-/** Send in chunks (kafkajs builds one request per send). */
+/** Send in chunks (kafkajs builds one request per send). A topic of thousands of partitions
+ *  answers NOT_LEADER for a moment after creation, so retriable errors are retried. */
 export async function sendAll(producer: Producer, topic: string, all: readonly Message[], chunk = 500): Promise<void> {
-  for (let i = 0; i < all.length; i += chunk) await producer.send({ topic, messages: all.slice(i, i + chunk) });
+  for (let i = 0; i < all.length; i += chunk) {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        await producer.send({ topic, messages: all.slice(i, i + chunk) });
+        break;
+      } catch (err) {
+        const e = err as { retriable?: boolean; cause?: { retriable?: boolean } };
+        const retriable = e.retriable === true || e.cause?.retriable === true;
+        if (!retriable || attempt >= 10) throw err;
+        await new Promise((r) => setTimeout(r, 500));
+      }
+    }
+  }
 }

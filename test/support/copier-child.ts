@@ -1,0 +1,74 @@
+// A copier in its own process, for tests that kill it (kill -9) or measure its memory.
+//   node --import tsx test/support/copier-child.ts '<json CopierChildArgs>'
+// Prints one JSON line per event on stdout: {"event":"started"}, {"event":"done", …}.
+import { createDatabase } from '../../db/connect.ts';
+import { createPartitionLease } from '../../db/leases.ts';
+import { ByteBudget } from '../../kafka/budget.ts';
+import { createKafka } from '../../kafka/connection.ts';
+import { copy, type CopyOptions } from '../../kafka/copier.ts';
+import { RawCluster } from '../../kafka/protocol.ts';
+import { destConnection, sourceConnection } from './stack.ts';
+
+export interface CopierChildArgs {
+  readonly databaseUrl: string;
+  readonly topic: string;
+  readonly partitions: readonly number[];
+  readonly owner: string;
+  readonly untilCaughtUp: boolean;
+  readonly ttlMs: number;
+  readonly graceMs: number;
+  readonly budgetBytes: number;
+  /** Split the partitions over this many concurrent copiers sharing the budget. */
+  readonly copiers: number;
+  readonly options?: Partial<CopyOptions>;
+}
+
+const args = JSON.parse(process.argv[2] ?? '{}') as CopierChildArgs;
+/** Resolves once the line is flushed (stdout to a pipe is asynchronous; exit would cut it). */
+const emit = (event: Record<string, unknown>): Promise<void> =>
+  new Promise((resolve) => process.stdout.write(`${JSON.stringify(event, (_k, v: unknown) => (typeof v === 'bigint' ? v.toString() : v))}\n`, () => resolve()));
+
+const db = createDatabase(args.databaseUrl, { maxConnections: 4 });
+const source = new RawCluster(createKafka(sourceConnection()));
+const destination = new RawCluster(createKafka(destConnection()));
+await Promise.all([source.connect(), destination.connect()]);
+const gc = (globalThis as { gc?: () => void }).gc;
+gc?.();
+const baselineRss = process.memoryUsage().rss;
+let peakRss = baselineRss;
+const sampler = setInterval(() => {
+  peakRss = Math.max(peakRss, process.memoryUsage().rss);
+}, 5);
+const budget = new ByteBudget(args.budgetBytes);
+const groups = Array.from({ length: args.copiers }, (_, i) => args.partitions.filter((_p, j) => j % args.copiers === i));
+await emit({ event: 'started', pid: process.pid });
+const stop = new AbortController();
+process.on('SIGTERM', () => stop.abort());
+const results = await Promise.all(
+  groups.map((partitions, i) =>
+    copy({
+      source,
+      destination,
+      topic: args.topic,
+      partitions,
+      budget,
+      signal: stop.signal,
+      untilCaughtUp: args.untilCaughtUp,
+      lease: createPartitionLease(db, { mirror: 'test', topic: args.topic, partitions, owner: `${args.owner}-${i}`, ttlMs: args.ttlMs, graceMs: args.graceMs, pollMs: 50 }),
+      ...(args.options ? { options: args.options } : {}),
+    }),
+  ),
+);
+clearInterval(sampler);
+peakRss = Math.max(peakRss, process.memoryUsage().rss);
+await emit({
+  event: 'done',
+  partitions: results.flatMap((r) => r.partitions.map((p) => ({ partition: p.partition, status: p.status, nextOffset: p.nextOffset, error: p.error?.message }))),
+  records: results.reduce((n, r) => n + r.stats.records, 0),
+  baselineRss,
+  peakRss,
+  budgetPeak: budget.peak,
+});
+// Connections close in the background; the result is out, so do not wait on them.
+void Promise.all([source.close(), destination.close(), db.destroy()]).finally(() => process.exit(0));
+setTimeout(() => process.exit(0), 2_000).unref();
