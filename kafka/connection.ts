@@ -4,6 +4,16 @@
 import { Kafka, logLevel, type KafkaConfig, type SASLOptions } from 'kafkajs';
 import { KmirrorError } from '../domain/errors.ts';
 
+// kafkajs 2.2.4's request queue arms a timer with a negative delay; Node ≥ 23 then prints a
+// TimeoutNegativeWarning on every client (the timer fires after 1 ms, as it always did). That
+// one warning type is dropped here, where kafkajs enters the process; all others pass through.
+const emitWarning = process.emitWarning.bind(process);
+process.emitWarning = ((warning: string | Error, ...rest: unknown[]) => {
+  const type = typeof rest[0] === 'string' ? rest[0] : (rest[0] as { type?: string } | undefined)?.type;
+  if (type === 'TimeoutNegativeWarning' || (warning instanceof Error && warning.name === 'TimeoutNegativeWarning')) return;
+  (emitWarning as (...args: unknown[]) => void)(warning, ...rest);
+}) as typeof process.emitWarning;
+
 export type SecurityProtocol = 'PLAINTEXT' | 'SASL_PLAINTEXT' | 'SSL' | 'SASL_SSL';
 export type SaslMechanism = 'plain' | 'scram-sha-256' | 'scram-sha-512';
 

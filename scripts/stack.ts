@@ -10,6 +10,7 @@ import { databaseUrl, postgresPid, postgresReady, startPostgres, stopPostgres, w
 import { ensureDir } from './stack/proc.ts';
 import { ensureStackSecrets, secretFiles } from './stack/secrets.ts';
 import { startTemporal, stopTemporal, temporalAddress, temporalPid, temporalReady, temporalUiUrl } from './stack/temporal.ts';
+import { stopWorker, workerPid } from './stack/worker.ts';
 import { DEST_SUPER_USER, MAX_DEST_NODES, stackDir, TASK_QUEUE, type EndpointName } from './stack/topology.ts';
 
 const parts = ['postgres', 'temporal', 'source', 'dest'] as const;
@@ -77,6 +78,8 @@ async function up(opts: { destNodes?: number; quiet?: boolean; only?: Part[] }):
 
 async function down(opts: { wipe?: boolean }): Promise<void> {
   const stopped: string[] = [];
+  // The worker first: it holds connections to every other part.
+  if (await stopWorker()) stopped.push('worker');
   const [temporal, source, dest] = await Promise.all([stopTemporal(), stopCluster('source'), stopCluster('dest')]);
   if (temporal) stopped.push('temporal');
   if (source) stopped.push(`kafka source (${source} node)`);
@@ -101,10 +104,11 @@ async function status(opts: { json?: boolean }): Promise<void> {
   };
   const env = endpoints(destNodes);
   if (opts.json) {
-    process.stdout.write(`${JSON.stringify({ parts: state, destNodes, endpoints: env }, null, 2)}\n`);
+    process.stdout.write(`${JSON.stringify({ parts: state, worker: workerPid() !== undefined, destNodes, endpoints: env }, null, 2)}\n`);
   } else {
     process.stdout.write(`${formatEnv(env)}\n`);
     for (const part of parts) process.stdout.write(`# ${part}: ${state[part] ? 'up' : 'down'}\n`);
+    process.stdout.write(`# worker: ${workerPid() === undefined ? 'not running (npm run demo or npm start)' : 'up'}\n`);
   }
   if (!Object.values(state).every(Boolean)) process.exitCode = 3;
 }
