@@ -7,13 +7,15 @@ import { topicOffsets } from '../../kafka/admin.ts';
 import { createKafka } from '../../kafka/connection.ts';
 import { IsolationLevel, RawCluster } from '../../kafka/protocol.ts';
 import { decodeRecords, restampBatch } from '../../kafka/wire.ts';
-import { destAppConnection, destConnection, randomName, sourceConnection } from '../support/stack.ts';
+import { deleteTopics } from '../support/mirror-fixture.ts';
+import { destAppConnection, destConnection, randomName, sourceConnection, testClientOptions } from '../support/stack.ts';
 
 let source: Kafka;
 let dest: Kafka;
 let sourceAdmin: Admin;
 let destAdmin: Admin;
 const raws: RawCluster[] = [];
+const created: string[] = [];
 
 function raw(kafka: Kafka): RawCluster {
   const r = new RawCluster(kafka);
@@ -22,8 +24,8 @@ function raw(kafka: Kafka): RawCluster {
 }
 
 beforeAll(async () => {
-  source = createKafka(sourceConnection());
-  dest = createKafka(destConnection());
+  source = createKafka(sourceConnection(), testClientOptions);
+  dest = createKafka(destConnection(), testClientOptions);
   sourceAdmin = source.admin();
   destAdmin = dest.admin();
   await Promise.all([sourceAdmin.connect(), destAdmin.connect()]);
@@ -31,12 +33,15 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await Promise.all(raws.map((r) => r.close()));
+  await deleteTopics(sourceAdmin, created);
+  await deleteTopics(destAdmin, created);
   await Promise.all([sourceAdmin.disconnect(), destAdmin.disconnect()]);
 });
 
 async function createTopic(admin: Admin, opts: { partitions?: number; configs?: Record<string, string> } = {}): Promise<string> {
   const topic = randomName('compat');
-  const created = await admin.createTopics({
+  created.push(topic);
+  const ok = await admin.createTopics({
     topics: [
       {
         topic,
@@ -47,7 +52,7 @@ async function createTopic(admin: Admin, opts: { partitions?: number; configs?: 
     ],
     waitForLeaders: true,
   });
-  expect(created).toBe(true);
+  expect(ok).toBe(true);
   return topic;
 }
 

@@ -11,7 +11,7 @@ import { migrateToLatest } from '../../db/migrate.ts';
 import { createPartitionLease } from '../../db/leases.ts';
 import type { Db } from '../../db/database.ts';
 import type { PartitionLease } from '../../kafka/lease.ts';
-import { createTestDatabase, destConnection, randomName, sourceConnection } from './stack.ts';
+import { createTestDatabase, destConnection, randomName, sourceConnection, testClientOptions } from './stack.ts';
 
 export interface MirrorFixture {
   readonly sourceKafka: Kafka;
@@ -32,8 +32,8 @@ export interface MirrorFixture {
 }
 
 export async function mirrorFixture(): Promise<MirrorFixture> {
-  const sourceKafka = createKafka(sourceConnection());
-  const destKafka = createKafka(destConnection());
+  const sourceKafka = createKafka(sourceConnection(), testClientOptions);
+  const destKafka = createKafka(destConnection(), testClientOptions);
   const source = new RawCluster(sourceKafka);
   const dest = new RawCluster(destKafka);
   const sourceAdmin = sourceKafka.admin();
@@ -43,6 +43,9 @@ export async function mirrorFixture(): Promise<MirrorFixture> {
   const db = createDatabase(database.url);
   await migrateToLatest(db);
   const producers: Producer[] = [];
+  // Deleted in close(): a broker keeps files open per partition, and test topics of thousands of
+  // partitions left behind exhaust its file limit within a few runs.
+  const topics: string[] = [];
   const fixture: MirrorFixture = {
     sourceKafka,
     destKafka,
@@ -60,6 +63,7 @@ export async function mirrorFixture(): Promise<MirrorFixture> {
     },
     async topicPair(opts = {}) {
       const topic = randomName('mirror');
+      topics.push(topic);
       const spec = (configs: Record<string, string> | undefined) => ({
         topic,
         numPartitions: opts.partitions ?? 1,
@@ -96,12 +100,21 @@ export async function mirrorFixture(): Promise<MirrorFixture> {
     },
     async close() {
       await Promise.all(producers.map((p) => p.disconnect()));
+      await deleteTopics(sourceAdmin, topics);
+      await deleteTopics(destAdmin, topics);
       await Promise.all([source.close(), dest.close(), sourceAdmin.disconnect(), destAdmin.disconnect()]);
       await db.destroy();
       await database.drop();
     },
   };
   return fixture;
+}
+
+/** Delete test topics that exist (a test may have deleted or never created some). */
+export async function deleteTopics(admin: Admin, topics: readonly string[]): Promise<void> {
+  const existing = new Set(await admin.listTopics());
+  const toDelete = topics.filter((t) => existing.has(t));
+  if (toDelete.length > 0) await admin.deleteTopics({ topics: toDelete, timeout: 60_000 });
 }
 
 /** Timestamps near now: records older than the brokers' retention (7 days) would be deleted by it. */

@@ -51,6 +51,10 @@ export function destAppConnection(): ClusterConnection {
   return { ...destConnection(), sasl: { mechanism: 'plain', username: DEST_APP_USER, password } };
 }
 
+/** Test clients retry longer than the product's (which leaves retrying to Temporal): a freshly
+ *  started cluster (CI) answers UNKNOWN_TOPIC_OR_PARTITION for a while after a topic is created. */
+export const testClientOptions = { retries: 8 } as const;
+
 export function randomName(prefix: string): string {
   return `${prefix}-${randomBytes(5).toString('hex')}`;
 }
