@@ -4,7 +4,7 @@ import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { projectRoot } from '../../scripts/stack/topology.ts';
-import type { CopierChildArgs } from '../support/copier-child.ts';
+import type { CopyTopicArgs } from '../../scripts/copy-topic.ts';
 import { messages, mirrorFixture, sendAll, type MirrorFixture } from '../support/mirror-fixture.ts';
 
 let f: MirrorFixture;
@@ -23,8 +23,8 @@ interface ChildRun {
   readonly done: Promise<{ code: number | null; signal: NodeJS.Signals | null; events: Record<string, unknown>[]; stderr: string }>;
 }
 
-function runChild(args: CopierChildArgs, nodeFlags: string[] = []): ChildRun {
-  const child = spawn(process.execPath, [...nodeFlags, '--import', 'tsx', join(projectRoot, 'test/support/copier-child.ts'), JSON.stringify(args)], {
+function runChild(args: CopyTopicArgs, nodeFlags: string[] = []): ChildRun {
+  const child = spawn(process.execPath, [...nodeFlags, '--import', 'tsx', join(projectRoot, 'scripts/copy-topic.ts'), JSON.stringify(args)], {
     cwd: projectRoot,
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -61,7 +61,7 @@ describe('exactly once across crashes', () => {
         await new Promise((r) => setTimeout(r, 20));
       }
     })();
-    const args: CopierChildArgs = {
+    const args: CopyTopicArgs = {
       databaseUrl: f.databaseUrl,
       topic,
       partitions: all(partitions),

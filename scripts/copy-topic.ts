@@ -1,15 +1,18 @@
-// A copier in its own process, for tests that kill it (kill -9) or measure its memory.
-//   node --import tsx test/support/copier-child.ts '<json CopierChildArgs>'
-// Prints one JSON line per event on stdout: {"event":"started"}, {"event":"done", …}.
-import { createDatabase } from '../../db/connect.ts';
-import { createPartitionLease } from '../../db/leases.ts';
-import { ByteBudget } from '../../kafka/budget.ts';
-import { createKafka } from '../../kafka/connection.ts';
-import { copy, type CopyOptions } from '../../kafka/copier.ts';
-import { RawCluster } from '../../kafka/protocol.ts';
-import { destConnection, sourceConnection } from './stack.ts';
+// The copier in a process of its own, on the local stack's two clusters: for tests that kill it
+// (kill -9) or measure its memory, and for the benchmarks (it runs the way MirrorMaker does, in a
+// separate process, and is measured from outside the same way).
+//   node --import tsx scripts/copy-topic.ts '<json CopyTopicArgs>'
+// Prints one JSON line per event on stdout: {"event":"started"}, {"event":"done", …}. SIGTERM
+// stops it cleanly (the result is still printed).
+import { createDatabase } from '../db/connect.ts';
+import { createPartitionLease } from '../db/leases.ts';
+import { ByteBudget } from '../kafka/budget.ts';
+import { createKafka } from '../kafka/connection.ts';
+import { copy, type CopyOptions } from '../kafka/copier.ts';
+import { RawCluster } from '../kafka/protocol.ts';
+import { connectionFor, formattedDestNodes } from './stack/kafka.ts';
 
-export interface CopierChildArgs {
+export interface CopyTopicArgs {
   readonly databaseUrl: string;
   readonly topic: string;
   readonly partitions: readonly number[];
@@ -23,14 +26,14 @@ export interface CopierChildArgs {
   readonly options?: Partial<CopyOptions>;
 }
 
-const args = JSON.parse(process.argv[2] ?? '{}') as CopierChildArgs;
+const args = JSON.parse(process.argv[2] ?? '{}') as CopyTopicArgs;
 /** Resolves once the line is flushed (stdout to a pipe is asynchronous; exit would cut it). */
 const emit = (event: Record<string, unknown>): Promise<void> =>
   new Promise((resolve) => process.stdout.write(`${JSON.stringify(event, (_k, v: unknown) => (typeof v === 'bigint' ? v.toString() : v))}\n`, () => resolve()));
 
 const db = createDatabase(args.databaseUrl, { maxConnections: 4 });
-const source = new RawCluster(createKafka(sourceConnection()));
-const destination = new RawCluster(createKafka(destConnection()));
+const source = new RawCluster(createKafka(connectionFor('source')));
+const destination = new RawCluster(createKafka(connectionFor('dest', formattedDestNodes() ?? 1)));
 await Promise.all([source.connect(), destination.connect()]);
 const gc = (globalThis as { gc?: () => void }).gc;
 gc?.();
