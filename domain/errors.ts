@@ -22,6 +22,8 @@ export const ErrorCodes = [
   'INVALID_CONFIG',
   'INVALID_TOPIC_PATTERN',
   'CLUSTER_UNREACHABLE',
+  /** A topic the request names does not exist on the cluster it was looked up on. */
+  'UNKNOWN_TOPIC',
   'OFFSET_DIVERGENCE',
   'UNSUPPORTED_OFFSET_GAP',
   'LEASE_LOST',

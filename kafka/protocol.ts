@@ -38,6 +38,7 @@ interface InternalBroker {
     producerEpoch: number;
   }>;
   deleteRecords(req: { topics: { topic: string; partitions: { partition: number; offset: string }[] }[] }): Promise<unknown>;
+  metadata(topics: string[]): Promise<{ topicMetadata: { topic: string; partitionMetadata: PartitionMetadata[] }[] }>;
   listOffsets(req: {
     replicaId?: number;
     isolationLevel: number;
@@ -56,8 +57,6 @@ interface InternalCluster {
   connect(): Promise<void>;
   disconnect(): Promise<void>;
   refreshMetadata(): Promise<void>;
-  addTargetTopic(topic: string): Promise<void>;
-  findTopicPartitionMetadata(topic: string): PartitionMetadata[];
   findBroker(req: { nodeId: number }): Promise<InternalBroker>;
   getNodeIds(): number[];
 }
@@ -308,7 +307,13 @@ function decodeProduce(payload: Buffer): ProducedPartition[] {
 export class RawCluster {
   private readonly cluster: InternalCluster;
   private connected = false;
-  private readonly topics = new Set<string>();
+  /**
+   * Partition metadata per topic, read with a Metadata request for that topic alone. (kafkajs'
+   * cluster keeps one snapshot of all its "target topics", and once one of them is deleted every
+   * refresh fails with UNKNOWN_TOPIC_OR_PARTITION — a long-lived session would then be unable to
+   * look up any topic.) kafkajs' cluster metadata is used for the broker list only.
+   */
+  private readonly metadata = new Map<string, PartitionMetadata[]>();
 
   constructor(kafka: Kafka) {
     this.cluster = createCluster(kafka);
@@ -327,18 +332,46 @@ export class RawCluster {
     await this.cluster.disconnect();
   }
 
-  /** Partition metadata of a topic; refresh=true re-reads it from the cluster (after a leader move). */
+  /**
+   * Partition metadata of a topic; refresh=true re-reads it from the cluster (after a leader move).
+   * A topic that does not exist is UNKNOWN_TOPIC; transient answers (no leader yet, a topic created
+   * a moment ago) are retried for up to `metadataWaitMs`.
+   */
   async partitions(topic: string, refresh = false): Promise<PartitionMetadata[]> {
     await this.connect();
-    if (!this.topics.has(topic)) {
-      await this.cluster.addTargetTopic(topic);
-      this.topics.add(topic);
-    } else if (refresh) {
-      await this.cluster.refreshMetadata();
+    let cached = this.metadata.get(topic);
+    if (!cached || refresh) {
+      cached = await this.readMetadata(topic);
+      this.metadata.set(topic, cached);
     }
-    const metadata = this.cluster.findTopicPartitionMetadata(topic);
-    if (metadata.length === 0) throw new KmirrorError('INVALID_ARGUMENT', `topic '${topic}' has no partitions in cluster metadata (does it exist?)`);
-    return metadata;
+    return cached;
+  }
+
+  private async readMetadata(topic: string, metadataWaitMs = 5_000): Promise<PartitionMetadata[]> {
+    const deadline = Date.now() + metadataWaitMs;
+    for (let attempt = 0; ; attempt++) {
+      try {
+        const nodeIds = this.cluster.getNodeIds();
+        const broker = await this.broker(nodeIds[attempt % nodeIds.length]!);
+        const { topicMetadata } = await broker.metadata([topic]);
+        const partitions = topicMetadata.find((t) => t.topic === topic)?.partitionMetadata ?? [];
+        if (partitions.length > 0) return [...partitions].sort((a, b) => a.partitionId - b.partitionId);
+        throw Object.assign(new Error('no partitions'), { type: 'UNKNOWN_TOPIC_OR_PARTITION', retriable: true });
+      } catch (err) {
+        const { type, retriable } = err as { type?: string; retriable?: boolean };
+        if (Date.now() >= deadline || !retriable) {
+          if (type === 'UNKNOWN_TOPIC_OR_PARTITION') this.metadata.delete(topic);
+          throw type === 'UNKNOWN_TOPIC_OR_PARTITION'
+            ? new KmirrorError('UNKNOWN_TOPIC', `topic '${topic}' does not exist on ${this.description()}`, { topic })
+            : new KmirrorError('CLUSTER_UNREACHABLE', `metadata of '${topic}' from ${this.description()}: ${type ?? (err as Error).message}`, { topic }, { cause: err });
+        }
+        await new Promise((r) => setTimeout(r, Math.min(1_000, 50 * 2 ** attempt)));
+      }
+    }
+  }
+
+  private description(): string {
+    return `the cluster with brokers ${this.cluster.getNodeIds().join(', ')}`;
   }
 
   async leaderOf(topic: string, partition: number, refresh = false): Promise<number> {
@@ -351,7 +384,13 @@ export class RawCluster {
 
   private async broker(nodeId: number): Promise<InternalBroker> {
     await this.connect();
-    return this.cluster.findBroker({ nodeId });
+    try {
+      return await this.cluster.findBroker({ nodeId });
+    } catch {
+      // A broker that joined after connect(): re-read the broker list once.
+      await this.cluster.refreshMetadata();
+      return this.cluster.findBroker({ nodeId });
+    }
   }
 
   /** Fetch from one leader. The partitions must all be led by `leader`. */

@@ -78,6 +78,19 @@ describe('topics and configs', () => {
       expect(p.leader).toBe(p.replicas[0]);
     }
   });
+
+  it('a raw session keeps working after a topic it looked up is deleted; the deleted one is UNKNOWN_TOPIC', async () => {
+    // kafkajs' own cluster metadata fails every refresh once one of its topics is gone; RawCluster
+    // reads metadata per topic so a long-lived session is not poisoned by a deleted mirror topic.
+    const session = raw(source);
+    const doomed = await createTopic(sourceAdmin, { partitions: 1 });
+    expect(await session.leaderOf(doomed, 0)).toBeGreaterThanOrEqual(0);
+    await sourceAdmin.deleteTopics({ topics: [doomed], timeout: 30_000 });
+    const other = await createTopic(sourceAdmin, { partitions: 2 });
+    expect((await session.listOffsets(other, [0, 1], 'latest')).size).toBe(2);
+    await expect(session.partitions(doomed, true)).rejects.toMatchObject({ code: 'UNKNOWN_TOPIC', message: expect.stringContaining(doomed) });
+    await expect(session.partitions(randomName('never-created'))).rejects.toMatchObject({ code: 'UNKNOWN_TOPIC' });
+  });
 });
 
 describe('producing', () => {

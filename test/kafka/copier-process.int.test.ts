@@ -1,10 +1,8 @@
 // Copier invariants that need a process of its own: exactly once across kill -9, and memory
 // bounded by the shared budget when thousands of partitions wake at once.
-import { spawn } from 'node:child_process';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { projectRoot } from '../../scripts/stack/topology.ts';
 import type { CopyTopicArgs } from '../../scripts/copy-topic.ts';
+import { runCopyTopic } from '../../scripts/copy-topic-process.ts';
 import { messages, mirrorFixture, sendAll, type MirrorFixture } from '../support/mirror-fixture.ts';
 
 let f: MirrorFixture;
@@ -16,35 +14,6 @@ afterAll(async () => {
 });
 
 const all = (n: number): number[] => Array.from({ length: n }, (_, i) => i);
-
-interface ChildRun {
-  readonly pid: number;
-  readonly started: Promise<void>;
-  readonly done: Promise<{ code: number | null; signal: NodeJS.Signals | null; events: Record<string, unknown>[]; stderr: string }>;
-}
-
-function runChild(args: CopyTopicArgs, nodeFlags: string[] = []): ChildRun {
-  const child = spawn(process.execPath, [...nodeFlags, '--import', 'tsx', join(projectRoot, 'scripts/copy-topic.ts'), JSON.stringify(args)], {
-    cwd: projectRoot,
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let out = '';
-  let err = '';
-  let markStarted: () => void = () => {};
-  const started = new Promise<void>((resolve) => (markStarted = resolve));
-  child.stdout.on('data', (d: Buffer) => {
-    out += d.toString();
-    if (out.includes('"event":"started"')) markStarted();
-  });
-  child.stderr.on('data', (d: Buffer) => (err += d.toString()));
-  const done = new Promise<Awaited<ChildRun['done']>>((resolve) =>
-    child.on('close', (code, signal) => {
-      markStarted();
-      resolve({ code, signal, stderr: err, events: out.split('\n').filter(Boolean).map((l) => JSON.parse(l) as Record<string, unknown>) });
-    }),
-  );
-  return { pid: child.pid!, started, done };
-}
 
 describe('exactly once across crashes', () => {
   it('kill -9 at random moments, 20 times, while the source is written: the destination ends identical', async () => {
@@ -75,7 +44,7 @@ describe('exactly once across crashes', () => {
     };
     const progress: bigint[] = [];
     for (let kill = 0; kill < 20; kill++) {
-      const child = runChild({ ...args, owner: `crashy-${kill}` });
+      const child = runCopyTopic({ ...args, owner: `crashy-${kill}` });
       await child.started;
       // A random moment: while waiting for the previous owner's lease, while copying, or later.
       await new Promise((r) => setTimeout(r, 200 + Math.random() * 1_800));
@@ -86,7 +55,7 @@ describe('exactly once across crashes', () => {
     }
     writing = false;
     await writer;
-    const final = runChild({ ...args, owner: 'final', untilCaughtUp: true });
+    const final = runCopyTopic({ ...args, owner: 'final', untilCaughtUp: true });
     const exit = await final.done;
     expect(exit.code, exit.stderr).toBe(0);
     // The copies made progress between kills (it was not idle the whole time)…
@@ -109,7 +78,7 @@ describe('bounded memory', () => {
     // 2,000 × 16 × 1 KiB ≈ 32 MiB of data, four times the budget
     await sendAll(producer, topic, messages(partitions * 16, partitions, { valueBytes: 1024 }), 4_000);
     const budgetBytes = 8 * 1024 * 1024;
-    const run = runChild(
+    const run = runCopyTopic(
       {
         databaseUrl: f.databaseUrl,
         topic,
