@@ -85,10 +85,10 @@ export async function producerPerformance(opts: {
   return { records: Number(m[1]), recordsPerSec: Number(m[2]), mbPerSec: Number(m[3]), p99Ms: Number(m[4]) };
 }
 
-export async function consumerPerformance(opts: { propertiesFile: string; topic: string; records: number }): Promise<{ mbPerSec: number; fetchMbPerSec: number }> {
+export async function consumerPerformance(opts: { connection: ClusterConnection; propertiesFile: string; topic: string; records: number }): Promise<{ mbPerSec: number; fetchMbPerSec: number }> {
   const run = await runJava('org.apache.kafka.tools.ConsumerPerformance', [
     '--bootstrap-server',
-    'unused:1', // overridden by the properties file's bootstrap.servers
+    opts.connection.bootstrap.join(','),
     '--command-config',
     opts.propertiesFile,
     '--topic',
@@ -113,7 +113,14 @@ export interface MirrorMakerHandle {
  * MirrorMaker 2 in dedicated mode, source → destination, IdentityReplicationPolicy (topic names
  * kept, as kmirror does), only the data flow enabled (no heartbeats/checkpoints/group sync).
  */
-export function startMirrorMaker(opts: { source: ClusterConnection; destination: ClusterConnection; topicsRegex: string; tasks: number }): MirrorMakerHandle {
+export function startMirrorMaker(opts: {
+  source: ClusterConnection;
+  destination: ClusterConnection;
+  topicsRegex: string;
+  tasks: number;
+  /** More MirrorMaker properties (e.g. `dst.producer.batch.size`). */
+  extra?: Record<string, string>;
+}): MirrorMakerHandle {
   mkdirSync(benchDir, { recursive: true });
   const cluster = (alias: string, c: ClusterConnection): string[] => {
     const lines = [`${alias}.bootstrap.servers=${c.bootstrap.join(',')}`, `${alias}.security.protocol=${c.securityProtocol}`];
@@ -146,6 +153,7 @@ export function startMirrorMaker(opts: { source: ClusterConnection; destination:
     'sync.group.offsets.enabled=false',
     'sync.topic.acls.enabled=false',
     'refresh.topics.interval.seconds=1',
+    ...Object.entries(opts.extra ?? {}).map(([k, v]) => `${k}=${v}`),
     '',
   ].join('\n');
   const file = join(benchDir, 'mm2.properties');

@@ -48,7 +48,6 @@ describe('offsets and fidelity', () => {
     const producer = await f.producer();
     await sendAll(producer, topic, messages(200, 2));
     const stop = new AbortController();
-    let foreignDone = false;
     const copying = f.copy({
       topic,
       partitions: all(2),
@@ -63,10 +62,8 @@ describe('offsets and fidelity', () => {
     await intruder.connect();
     await intruder.send({ topic, messages: [{ partition: 0, value: 'foreign' }] });
     await intruder.disconnect();
-    foreignDone = true;
     // the next source batch for partition 0 must then land at 101, not 100
     await producer.send({ topic, messages: [{ partition: 0, value: 'after' }, { partition: 1, value: 'after' }] });
-    await expect.poll(() => foreignDone, { timeout: 1000 }).toBe(true);
     setTimeout(() => stop.abort(), 10_000).unref();
     await expect.poll(async () => (await f.dest.listOffsets(topic, [1], 'latest')).get(1), { timeout: 20_000 }).toBe(101n);
     stop.abort();
