@@ -16,7 +16,7 @@
 //
 //   npm run bench -- throughput [--mib 1024] [--record-bytes 1024] [--partitions 12]
 //        [--rounds 3] [--mm2-tasks 1] [--kmirror-copiers 2] [--lag-seconds 30] [--lag-mib-per-s 20]
-//        [--skip-lag]
+//        [--skip-lag] [--compression none|gzip|snappy|lz4|zstd]
 //
 // MirrorMaker runs with tasks.max=1 by default: its fastest setting on the 2-core machine of
 // docs/benchmarks.md (1 task 118 MiB/s, 2 tasks 82–106, 4 tasks 60). Each round alternates which
@@ -50,6 +50,7 @@ const { values } = parseArgs({
     'lag-seconds': { type: 'string', default: '30' },
     'lag-mib-per-s': { type: 'string', default: '20' },
     'skip-lag': { type: 'boolean', default: false },
+    compression: { type: 'string', default: 'none' },
   },
 });
 const recordBytes = Number(values['record-bytes']);
@@ -60,6 +61,11 @@ const rounds = Number(values.rounds);
 const mm2Tasks = Number(values['mm2-tasks']);
 const kmirrorCopiers = Number(values['kmirror-copiers']);
 const partitions = Array.from({ length: partitionCount }, (_, i) => i);
+/** compression.type of every producer: the fill, the destination ceiling and MirrorMaker's (so
+ *  it writes batches compressed as the source has them; kmirror copies them as they are). */
+const compression = values.compression!;
+if (!['none', 'gzip', 'snappy', 'lz4', 'zstd'].includes(compression)) throw new Error(`--compression must be none, gzip, snappy, lz4 or zstd, got ${compression}`);
+const compressed = { 'compression.type': compression };
 /** kmirror's byte budget (bytes fetched, not yet acknowledged by the destination). */
 const kmirrorBudget = 64 * 2 ** 20;
 
@@ -188,7 +194,7 @@ async function measureMirror(tool: 'kmirror' | 'mm2', topic: string): Promise<nu
       topicsRegex: topic.replaceAll('.', '\\.'),
       tasks: mm2Tasks,
       // The same producer batching as the ProducerPerformance ceiling (Connect's default batch is 16 KiB).
-      extra: { 'dst.producer.batch.size': '262144', 'dst.producer.linger.ms': '5' },
+      extra: { 'dst.producer.batch.size': '262144', 'dst.producer.linger.ms': '5', 'dst.producer.compression.type': compression },
     });
     stop = async () => {
       await mm2.stop();
@@ -243,7 +249,7 @@ function weightedPercentile(samples: readonly { lagMs: number; records: number }
 
 try {
   note(`machine: ${cpus().length} cores (${cpus()[0]?.model ?? '?'}), ${Math.round(totalmem() / 2 ** 30)} GiB; Node ${process.version}; Kafka ${KAFKA_VERSION}`);
-  note(`volume: ${records} records × ${recordBytes} B = ${round1((records * recordBytes) / 2 ** 20)} MiB over ${partitionCount} partitions; ${rounds} round(s)`);
+  note(`volume: ${records} records × ${recordBytes} B = ${round1((records * recordBytes) / 2 ** 20)} MiB over ${partitionCount} partitions, compression ${compression}; ${rounds} round(s)`);
 
   const ratios: number[] = [];
   const kmirrorRates: number[] = [];
@@ -251,7 +257,7 @@ try {
   for (let r = 0; r < rounds; r++) {
     const topic = `${run}-${r}`;
     await createTopic(sourceAdmin, topic);
-    const fill = await producerPerformance({ propertiesFile: sourceProps, topic, records, recordSize: recordBytes });
+    const fill = await producerPerformance({ propertiesFile: sourceProps, topic, records, recordSize: recordBytes, extra: compressed });
     note(`round ${r + 1}: filled ${topic} at ${fill.mbPerSec} MiB/s`);
     if (r === 0) {
       result('source_fill_producer', fill.mbPerSec, 'MiB/s');
@@ -259,7 +265,7 @@ try {
       result('ceiling_consumer_source', consumer.fetchMbPerSec, 'MiB/s');
       const scratch = `${run}-ceiling`;
       await createTopic(destAdmin, scratch);
-      const producer = await producerPerformance({ propertiesFile: destProps, topic: scratch, records, recordSize: recordBytes });
+      const producer = await producerPerformance({ propertiesFile: destProps, topic: scratch, records, recordSize: recordBytes, extra: compressed });
       result('ceiling_producer_dest', producer.mbPerSec, 'MiB/s');
       await deleteTopic(destAdmin, scratch);
     }
@@ -290,7 +296,7 @@ try {
       records: rate * seconds,
       recordSize: recordBytes,
       throughputRecordsPerSec: rate,
-      extra: { 'linger.ms': '1', 'batch.size': '65536' },
+      extra: { 'linger.ms': '1', 'batch.size': '65536', ...compressed },
     });
     try {
       await watchDestination(topic, BigInt(rate * seconds), 120_000);
