@@ -16,7 +16,8 @@
 //
 //   npm run bench -- throughput [--mib 1024] [--record-bytes 1024] [--partitions 12]
 //        [--rounds 3] [--mm2-tasks 1] [--kmirror-copiers 2] [--lag-seconds 30] [--lag-mib-per-s 20]
-//        [--skip-lag] [--compression none|gzip|snappy|lz4|zstd]
+//        [--skip-lag] [--compression none|gzip|snappy|lz4|zstd] [--source-batch-bytes 262144]
+//        [--kmirror-session-per-copier]
 //
 // MirrorMaker runs with tasks.max=1 by default: its fastest setting on the 2-core machine of
 // docs/benchmarks.md (1 task 118 MiB/s, 2 tasks 82–106, 4 tasks 60). Each round alternates which
@@ -51,6 +52,8 @@ const { values } = parseArgs({
     'lag-mib-per-s': { type: 'string', default: '20' },
     'skip-lag': { type: 'boolean', default: false },
     compression: { type: 'string', default: 'none' },
+    'source-batch-bytes': { type: 'string', default: '262144' },
+    'kmirror-session-per-copier': { type: 'boolean', default: false },
   },
 });
 const recordBytes = Number(values['record-bytes']);
@@ -66,6 +69,8 @@ const partitions = Array.from({ length: partitionCount }, (_, i) => i);
 const compression = values.compression!;
 if (!['none', 'gzip', 'snappy', 'lz4', 'zstd'].includes(compression)) throw new Error(`--compression must be none, gzip, snappy, lz4 or zstd, got ${compression}`);
 const compressed = { 'compression.type': compression };
+/** batch.size of the fill's producer: kmirror copies the source's batches, so their size matters. */
+const sourceBatchBytes = values['source-batch-bytes']!;
 /** kmirror's byte budget (bytes fetched, not yet acknowledged by the destination). */
 const kmirrorBudget = 64 * 2 ** 20;
 
@@ -159,6 +164,7 @@ function startKmirror(topic: string, untilCaughtUp: boolean): CopyTopicProcess {
     graceMs: 15_000,
     budgetBytes: kmirrorBudget,
     copiers: kmirrorCopiers,
+    sessionPerCopier: values['kmirror-session-per-copier'],
     options: { fetchMaxBytes: 16 * 2 ** 20, partitionMaxBytes: 2 * 2 ** 20 },
   };
   return runCopyTopic(args);
@@ -216,6 +222,14 @@ async function measureMirror(tool: 'kmirror' | 'mm2', topic: string): Promise<nu
   }
 }
 
+/** Records per batch at the head of a source partition: shows the producer settings took effect. */
+async function headBatchRecords(topic: string): Promise<number> {
+  const leader = await source.leaderOf(topic, 0);
+  const [fetched] = await source.fetch({ leader, topic, partitions: [{ partition: 0, fetchOffset: 0n, maxBytes: 4 * 2 ** 20 }], maxWaitMs: 100, maxBytes: 4 * 2 ** 20, isolationLevel: IsolationLevel.READ_UNCOMMITTED });
+  const batches = fetched?.batches ?? [];
+  return round1(batches.reduce((n, b) => n + b.recordsCount, 0) / Math.max(1, batches.length));
+}
+
 /** Lag of every destination batch's first record: destination append time − source record time. */
 async function batchLags(topic: string): Promise<{ lagMs: number; records: number }[]> {
   const lags: { lagMs: number; records: number }[] = [];
@@ -257,8 +271,8 @@ try {
   for (let r = 0; r < rounds; r++) {
     const topic = `${run}-${r}`;
     await createTopic(sourceAdmin, topic);
-    const fill = await producerPerformance({ propertiesFile: sourceProps, topic, records, recordSize: recordBytes, extra: compressed });
-    note(`round ${r + 1}: filled ${topic} at ${fill.mbPerSec} MiB/s`);
+    const fill = await producerPerformance({ propertiesFile: sourceProps, topic, records, recordSize: recordBytes, extra: { ...compressed, 'batch.size': sourceBatchBytes } });
+    note(`round ${r + 1}: filled ${topic} at ${fill.mbPerSec} MiB/s, ${await headBatchRecords(topic)} records per batch`);
     if (r === 0) {
       result('source_fill_producer', fill.mbPerSec, 'MiB/s');
       const consumer = await consumerPerformance({ connection: sourceConnection, propertiesFile: sourceProps, topic, records });

@@ -23,6 +23,8 @@ export interface CopyTopicArgs {
   readonly budgetBytes: number;
   /** Split the partitions over this many concurrent copiers sharing the budget. */
   readonly copiers: number;
+  /** Give each copier its own source and destination sessions (connections) instead of sharing one pair. */
+  readonly sessionPerCopier?: boolean;
   readonly options?: Partial<CopyOptions>;
 }
 
@@ -32,9 +34,11 @@ const emit = (event: Record<string, unknown>): Promise<void> =>
   new Promise((resolve) => process.stdout.write(`${JSON.stringify(event, (_k, v: unknown) => (typeof v === 'bigint' ? v.toString() : v))}\n`, () => resolve()));
 
 const db = createDatabase(args.databaseUrl, { maxConnections: 4 });
-const source = new RawCluster(createKafka(connectionFor('source')));
-const destination = new RawCluster(createKafka(connectionFor('dest', formattedDestNodes() ?? 1)));
-await Promise.all([source.connect(), destination.connect()]);
+const sessions = Array.from({ length: args.sessionPerCopier ? args.copiers : 1 }, () => ({
+  source: new RawCluster(createKafka(connectionFor('source'))),
+  destination: new RawCluster(createKafka(connectionFor('dest', formattedDestNodes() ?? 1))),
+}));
+await Promise.all(sessions.flatMap((s) => [s.source.connect(), s.destination.connect()]));
 const gc = (globalThis as { gc?: () => void }).gc;
 gc?.();
 const baselineRss = process.memoryUsage.rss();
@@ -52,8 +56,7 @@ process.on('SIGTERM', () => stop.abort());
 const results = await Promise.all(
   groups.map((partitions, i) =>
     copy({
-      source,
-      destination,
+      ...sessions[i % sessions.length]!,
       topic: args.topic,
       partitions,
       budget,
@@ -75,5 +78,5 @@ await emit({
   budgetPeak: budget.peak,
 });
 // Connections close in the background; the result is out, so do not wait on them.
-void Promise.all([source.close(), destination.close(), db.destroy()]).finally(() => process.exit(0));
+void Promise.all([...sessions.flatMap((s) => [s.source.close(), s.destination.close()]), db.destroy()]).finally(() => process.exit(0));
 setTimeout(() => process.exit(0), 2_000).unref();

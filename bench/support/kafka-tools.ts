@@ -64,7 +64,10 @@ export async function producerPerformance(opts: {
   throughputRecordsPerSec?: number;
   extra?: Record<string, string>;
 }): Promise<ProducerPerfResult> {
-  const props = Object.entries({ acks: 'all', 'linger.ms': '5', 'batch.size': '262144', ...opts.extra }).flatMap(([k, v]) => ['--command-property', `${k}=${v}`]);
+  // One --command-property followed by every key=value: the option takes several values, and
+  // when it is repeated only its last occurrence counts (repeating it silently dropped all but the
+  // last property — e.g. batch.size — in an earlier version of this benchmark).
+  const props = ['--command-property', ...Object.entries({ acks: 'all', 'linger.ms': '5', 'batch.size': '262144', ...opts.extra }).map(([k, v]) => `${k}=${v}`)];
   const run = await runJava('org.apache.kafka.tools.ProducerPerformance', [
     '--topic',
     opts.topic,
