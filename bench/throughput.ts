@@ -31,6 +31,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
 import { createDatabase } from '../db/connect.ts';
 import { migrateToLatest } from '../db/migrate.ts';
+import { createTopicsAndWait } from '../kafka/admin.ts';
 import { createKafka } from '../kafka/connection.ts';
 import { RawCluster, IsolationLevel } from '../kafka/protocol.ts';
 import { runCopyTopic, type CopyTopicProcess } from '../scripts/copy-topic-process.ts';
@@ -110,10 +111,7 @@ async function createTopic(admin: typeof sourceAdmin, topic: string, configs: Re
   // A just-deleted topic of the same name may still be going away: retry until it is gone.
   for (let attempt = 0; ; attempt++) {
     try {
-      await admin.createTopics({
-        topics: [{ topic, numPartitions: partitionCount, replicationFactor: 1, configEntries: Object.entries(configs).map(([name, value]) => ({ name, value })) }],
-        waitForLeaders: true,
-      });
+      if (!(await createTopicsAndWait(admin, [{ topic, partitions: partitionCount, replicationFactor: 1, configs }]))) throw new Error(`${topic} still exists`);
       created.push({ admin, topic });
       return;
     } catch (err) {

@@ -42,32 +42,17 @@ export const ErrorCodes = [
 ] as const;
 export type ErrorCode = (typeof ErrorCodes)[number];
 
-/** Codes that no amount of retrying fixes; activities turn these into non-retryable failures. */
-export const NonRetryableCodes: ReadonlySet<ErrorCode> = new Set<ErrorCode>([
-  'READ_ONLY_TOPIC',
-  'CLUSTER_MIRROR_ALREADY_EXISTS',
-  'UNKNOWN_CLUSTER_MIRROR',
-  'TOPIC_ALREADY_IN_CLUSTER_MIRROR',
-  'TOPIC_NOT_IN_CLUSTER_MIRROR',
-  'MIRROR_TOPIC_ALREADY_PAUSED',
-  'MIRROR_TOPIC_NOT_PAUSED',
-  'MIRROR_TOPIC_BEING_STOPPED',
-  'CLUSTER_MIRROR_NOT_EMPTY',
-  'CLUSTER_MIRROR_AUTHORIZATION_FAILED',
-  'INVALID_CLUSTER_MIRROR_STATES',
-  'MIRROR_TOPIC_NOT_STOPPED',
-  'INVALID_CLUSTER_MIRROR_NAME',
-  'INVALID_ARGUMENT',
-  'INVALID_CONFIG',
-  'INVALID_TOPIC_PATTERN',
-  'OFFSET_DIVERGENCE',
-  'UNSUPPORTED_OFFSET_GAP',
-  'EVENT_CHAIN_BROKEN',
-  'EVENT_HISTORY_INVALID',
-  'UNKNOWN_CLUSTER',
-  'CLUSTER_ALREADY_EXISTS',
-  'SECRET_KEY_INVALID',
-  'STACK_PREREQUISITE_MISSING',
+/** Codes that retrying may fix: a cluster, Postgres or Temporal came back, a lease expired, a
+ *  race was lost, or an unmapped failure. Every other code is final: activities turn it into a
+ *  non-retryable failure (a new code is final until it is listed here). */
+export const RetryableCodes: ReadonlySet<ErrorCode> = new Set<ErrorCode>([
+  'CLUSTER_UNREACHABLE',
+  'UNKNOWN_TOPIC',
+  'LEASE_LOST',
+  'LEASE_HELD',
+  'EXPECTED_VERSION_CONFLICT',
+  'TEMPORAL_UNREACHABLE',
+  'INTERNAL',
 ]);
 
 /** Evidence attached to an error. Plain JSON only: it may cross Temporal and land in the UI, so
@@ -86,7 +71,7 @@ export class KmirrorError extends Error {
   }
 
   get retryable(): boolean {
-    return !NonRetryableCodes.has(this.code);
+    return RetryableCodes.has(this.code);
   }
 
   toJSON(): { code: ErrorCode; message: string; details: ErrorDetails } {

@@ -3,7 +3,7 @@
 // of these results; a failing case here means a row there is wrong.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AclOperationTypes, AclPermissionTypes, AclResourceTypes, ConfigResourceTypes, ResourcePatternTypes, type Admin, type Kafka } from 'kafkajs';
-import { topicOffsets } from '../../kafka/admin.ts';
+import { createTopicsAndWait, topicOffsets } from '../../kafka/admin.ts';
 import { createKafka } from '../../kafka/connection.ts';
 import { IsolationLevel, RawCluster } from '../../kafka/protocol.ts';
 import { decodeRecords, restampBatch } from '../../kafka/wire.ts';
@@ -41,17 +41,7 @@ afterAll(async () => {
 async function createTopic(admin: Admin, opts: { partitions?: number; configs?: Record<string, string> } = {}): Promise<string> {
   const topic = randomName('compat');
   created.push(topic);
-  const ok = await admin.createTopics({
-    topics: [
-      {
-        topic,
-        numPartitions: opts.partitions ?? 1,
-        replicationFactor: 1,
-        configEntries: Object.entries(opts.configs ?? {}).map(([name, value]) => ({ name, value })),
-      },
-    ],
-    waitForLeaders: true,
-  });
+  const ok = await createTopicsAndWait(admin, [{ topic, partitions: opts.partitions ?? 1, replicationFactor: 1, configs: opts.configs ?? {} }]);
   expect(ok).toBe(true);
   return topic;
 }

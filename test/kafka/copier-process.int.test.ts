@@ -1,19 +1,16 @@
 // Copier invariants that need a process of its own: exactly once across kill -9, and memory
 // bounded by the shared budget when thousands of partitions wake at once.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect, it } from 'vitest';
 import type { CopyTopicArgs } from '../../scripts/copy-topic.ts';
 import { runCopyTopic } from '../../scripts/copy-topic-process.ts';
-import { messages, mirrorFixture, sendAll, type MirrorFixture } from '../support/mirror-fixture.ts';
+import { allPartitions, messages, sendAll, useMirrorFixture, type MirrorFixture } from '../support/mirror-fixture.ts';
 
+const fixture = useMirrorFixture();
 let f: MirrorFixture;
-beforeAll(async () => {
-  f = await mirrorFixture();
+beforeEach(() => {
+  f = fixture();
 });
-afterAll(async () => {
-  await f?.close();
-});
-
-const all = (n: number): number[] => Array.from({ length: n }, (_, i) => i);
+const all = allPartitions;
 
 describe('exactly once across crashes', () => {
   it('kill -9 at random moments, 20 times, while the source is written: the destination ends identical', async () => {

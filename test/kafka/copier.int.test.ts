@@ -1,21 +1,18 @@
 // The copier's invariants (kafka/copier.ts header, DESIGN §5) on the stack's real brokers.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect, it } from 'vitest';
 import { CompressionTypes } from 'kafkajs';
 import { sql } from 'kysely';
 import { ByteBudget } from '../../kafka/budget.ts';
 import { IsolationLevel } from '../../kafka/protocol.ts';
-import { messages, mirrorFixture, sendAll, type MirrorFixture } from '../support/mirror-fixture.ts';
+import { allPartitions, messages, sendAll, useMirrorFixture, type MirrorFixture } from '../support/mirror-fixture.ts';
 import { randomName } from '../support/stack.ts';
 
+const fixture = useMirrorFixture();
 let f: MirrorFixture;
-beforeAll(async () => {
-  f = await mirrorFixture();
+beforeEach(() => {
+  f = fixture();
 });
-afterAll(async () => {
-  await f?.close();
-});
-
-const all = (n: number): number[] => Array.from({ length: n }, (_, i) => i);
+const all = allPartitions;
 
 describe('offsets and fidelity', () => {
   it('copies every record to the same offset with key, value, headers and timestamp intact', async () => {

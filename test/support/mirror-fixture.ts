@@ -1,6 +1,8 @@
 // A source/destination topic pair on the stack's two clusters, with the clients a copier test
 // needs: raw sessions, admins, a producer into the source, a Postgres for leases.
+import { afterAll, beforeAll } from 'vitest';
 import type { Admin, Kafka, Message, Producer } from 'kafkajs';
+import { createTopicsAndWait } from '../../kafka/admin.ts';
 import { createKafka } from '../../kafka/connection.ts';
 import { RawCluster } from '../../kafka/protocol.ts';
 import { ByteBudget } from '../../kafka/budget.ts';
@@ -64,14 +66,9 @@ export async function mirrorFixture(): Promise<MirrorFixture> {
     async topicPair(opts = {}) {
       const topic = randomName('mirror');
       topics.push(topic);
-      const spec = (configs: Record<string, string> | undefined) => ({
-        topic,
-        numPartitions: opts.partitions ?? 1,
-        replicationFactor: 1,
-        configEntries: Object.entries(configs ?? {}).map(([name, value]) => ({ name, value })),
-      });
-      await sourceAdmin.createTopics({ topics: [spec(opts.configs)], waitForLeaders: true });
-      await destAdmin.createTopics({ topics: [spec(opts.destConfigs ?? opts.configs)], waitForLeaders: true });
+      const spec = (configs: Record<string, string> | undefined) => ({ topic, partitions: opts.partitions ?? 1, replicationFactor: 1, configs: configs ?? {} });
+      await createTopicsAndWait(sourceAdmin, [spec(opts.configs)]);
+      await createTopicsAndWait(destAdmin, [spec(opts.destConfigs ?? opts.configs)]);
       return topic;
     },
     lease(topic, partitions, opts = {}) {
@@ -151,4 +148,22 @@ export async function sendAll(producer: Producer, topic: string, all: readonly M
       }
     }
   }
+}
+
+/** Partition numbers 0..n-1. */
+export const allPartitions = (n: number): number[] => Array.from({ length: n }, (_, i) => i);
+
+/** One fixture per test file: opened before its tests, closed (topics deleted) after them. */
+export function useMirrorFixture(): () => MirrorFixture {
+  let fixture: MirrorFixture | undefined;
+  beforeAll(async () => {
+    fixture = await mirrorFixture();
+  });
+  afterAll(async () => {
+    await fixture?.close();
+  });
+  return () => {
+    if (!fixture) throw new Error('the mirror fixture is used before beforeAll ran');
+    return fixture;
+  };
 }
