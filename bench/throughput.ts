@@ -31,7 +31,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
 import { createDatabase } from '../db/connect.ts';
 import { migrateToLatest } from '../db/migrate.ts';
-import { createTopicsAndWait } from '../kafka/admin.ts';
+import { createTopicsAndWait, deleteTopicsAndWait } from '../kafka/admin.ts';
 import { createKafka } from '../kafka/connection.ts';
 import { RawCluster, IsolationLevel } from '../kafka/protocol.ts';
 import { runCopyTopic, type CopyTopicProcess } from '../scripts/copy-topic-process.ts';
@@ -122,8 +122,7 @@ async function createTopic(admin: typeof sourceAdmin, topic: string, configs: Re
 }
 
 async function deleteTopic(admin: typeof sourceAdmin, topic: string): Promise<void> {
-  if ((await admin.listTopics()).includes(topic)) await admin.deleteTopics({ topics: [topic], timeout: 60_000 });
-  for (let i = 0; i < 120 && (await admin.listTopics()).includes(topic); i++) await sleep(250);
+  await deleteTopicsAndWait(admin, [topic]);
   const at = created.findIndex((c) => c.admin === admin && c.topic === topic);
   if (at >= 0) created.splice(at, 1);
 }
@@ -139,7 +138,8 @@ async function watchDestination(topic: string, expected: bigint, timeoutMs = 20 
   let first: number | undefined;
   for (;;) {
     const have = await dest.listOffsets(topic, partitions, 'latest').then(sum, (err: unknown) => {
-      // A topic created a moment ago may not be in every metadata answer yet.
+      // A topic created a moment ago: its leader answers NOT_LEADER_FOR_PARTITION (retriable)
+      // until it has loaded the partition, though the metadata already names it.
       if ((err as { retriable?: boolean }).retriable) return 0n;
       throw err;
     });
@@ -180,8 +180,7 @@ async function finishKmirror(child: CopyTopicProcess, opts: { terminate: boolean
 /** MirrorMaker 2's internal topics (offsets, configs, status, offset syncs): removed after each run. */
 async function deleteMirrorMakerTopics(): Promise<void> {
   for (const admin of [sourceAdmin, destAdmin]) {
-    const internal = (await admin.listTopics()).filter((t) => /^mm2-.*\.internal$/.test(t) || t === 'heartbeats');
-    if (internal.length > 0) await admin.deleteTopics({ topics: internal, timeout: 60_000 });
+    await deleteTopicsAndWait(admin, (await admin.listTopics()).filter((t) => /^mm2-.*\.internal$/.test(t) || t === 'heartbeats'));
   }
 }
 

@@ -62,3 +62,20 @@ export async function createTopicsAndWait(admin: Admin, specs: readonly TopicSpe
     await sleep(100);
   }
 }
+
+/** Delete the topics that exist, then wait until the cluster no longer lists them (a topic of the
+ *  same name can be created again after that). */
+export async function deleteTopicsAndWait(admin: Admin, topics: readonly string[], timeoutMs = 60_000): Promise<void> {
+  const listed = async (): Promise<string[]> => {
+    const existing = new Set(await admin.listTopics());
+    return topics.filter((t) => existing.has(t));
+  };
+  let remaining = await listed();
+  if (remaining.length === 0) return;
+  await admin.deleteTopics({ topics: remaining, timeout: timeoutMs });
+  const deadline = Date.now() + timeoutMs;
+  while ((remaining = await listed()).length > 0) {
+    if (Date.now() >= deadline) throw new KmirrorError('CLUSTER_UNREACHABLE', `topics ${remaining.join(', ')} are still listed ${timeoutMs} ms after their deletion`, { topics: remaining.join(',') });
+    await sleep(250);
+  }
+}

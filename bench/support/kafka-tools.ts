@@ -9,17 +9,22 @@ import type { ClusterConnection } from '../../kafka/connection.ts';
 
 const benchDir = join(stackDir, 'bench');
 
+/** A connection as Java client properties (`key=value` lines, each key behind `prefix`). Holds the password. */
+function javaClientLines(connection: ClusterConnection, prefix = ''): string[] {
+  const lines = [`${prefix}bootstrap.servers=${connection.bootstrap.join(',')}`, `${prefix}security.protocol=${connection.securityProtocol}`];
+  if (connection.sasl) {
+    lines.push(
+      `${prefix}sasl.mechanism=${connection.sasl.mechanism.toUpperCase()}`,
+      `${prefix}sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required username="${connection.sasl.username}" password="${connection.sasl.password}";`,
+    );
+  }
+  return lines;
+}
+
 /** Java client properties for a connection (written to a 0600 file under .stack; holds the password). */
 export function clientProperties(name: string, connection: ClusterConnection, extra: Record<string, string> = {}): string {
   mkdirSync(benchDir, { recursive: true });
-  const lines = [`bootstrap.servers=${connection.bootstrap.join(',')}`, `security.protocol=${connection.securityProtocol}`];
-  if (connection.sasl) {
-    lines.push(
-      `sasl.mechanism=${connection.sasl.mechanism.toUpperCase()}`,
-      `sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required username="${connection.sasl.username}" password="${connection.sasl.password}";`,
-    );
-  }
-  for (const [k, v] of Object.entries(extra)) lines.push(`${k}=${v}`);
+  const lines = [...javaClientLines(connection), ...Object.entries(extra).map(([k, v]) => `${k}=${v}`)];
   const file = join(benchDir, `${name}.properties`);
   writeFileSync(file, `${lines.join('\n')}\n`, { mode: 0o600 });
   return file;
@@ -125,20 +130,10 @@ export function startMirrorMaker(opts: {
   extra?: Record<string, string>;
 }): MirrorMakerHandle {
   mkdirSync(benchDir, { recursive: true });
-  const cluster = (alias: string, c: ClusterConnection): string[] => {
-    const lines = [`${alias}.bootstrap.servers=${c.bootstrap.join(',')}`, `${alias}.security.protocol=${c.securityProtocol}`];
-    if (c.sasl) {
-      lines.push(
-        `${alias}.sasl.mechanism=${c.sasl.mechanism.toUpperCase()}`,
-        `${alias}.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required username="${c.sasl.username}" password="${c.sasl.password}";`,
-      );
-    }
-    return lines;
-  };
   const config = [
     'clusters=src,dst',
-    ...cluster('src', opts.source),
-    ...cluster('dst', opts.destination),
+    ...javaClientLines(opts.source, 'src.'),
+    ...javaClientLines(opts.destination, 'dst.'),
     'src->dst.enabled=true',
     `src->dst.topics=${opts.topicsRegex}`,
     'dst->src.enabled=false',

@@ -3,11 +3,10 @@
 // of these results; a failing case here means a row there is wrong.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AclOperationTypes, AclPermissionTypes, AclResourceTypes, ConfigResourceTypes, ResourcePatternTypes, type Admin, type Kafka } from 'kafkajs';
-import { createTopicsAndWait, topicOffsets } from '../../kafka/admin.ts';
+import { createTopicsAndWait, deleteTopicsAndWait, topicOffsets } from '../../kafka/admin.ts';
 import { createKafka } from '../../kafka/connection.ts';
 import { IsolationLevel, RawCluster } from '../../kafka/protocol.ts';
 import { decodeRecords, restampBatch } from '../../kafka/wire.ts';
-import { deleteTopics } from '../support/mirror-fixture.ts';
 import { destAppConnection, destConnection, randomName, sourceConnection, testClientOptions } from '../support/stack.ts';
 
 let source: Kafka;
@@ -33,8 +32,8 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await Promise.all(raws.map((r) => r.close()));
-  await deleteTopics(sourceAdmin, created);
-  await deleteTopics(destAdmin, created);
+  await deleteTopicsAndWait(sourceAdmin, created);
+  await deleteTopicsAndWait(destAdmin, created);
   await Promise.all([sourceAdmin.disconnect(), destAdmin.disconnect()]);
 });
 

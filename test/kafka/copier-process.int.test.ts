@@ -3,14 +3,13 @@
 import { beforeEach, describe, expect, it } from 'vitest';
 import type { CopyTopicArgs } from '../../scripts/copy-topic.ts';
 import { runCopyTopic } from '../../scripts/copy-topic-process.ts';
-import { allPartitions, messages, sendAll, useMirrorFixture, type MirrorFixture } from '../support/mirror-fixture.ts';
+import { allPartitions as all, messages, sendAll, useMirrorFixture, type MirrorFixture } from '../support/mirror-fixture.ts';
 
 const fixture = useMirrorFixture();
 let f: MirrorFixture;
 beforeEach(() => {
   f = fixture();
 });
-const all = allPartitions;
 
 describe('exactly once across crashes', () => {
   it('kill -9 at random moments, 20 times, while the source is written: the destination ends identical', async () => {

@@ -4,7 +4,7 @@ import { CompressionTypes } from 'kafkajs';
 import { sql } from 'kysely';
 import { ByteBudget } from '../../kafka/budget.ts';
 import { IsolationLevel } from '../../kafka/protocol.ts';
-import { allPartitions, messages, sendAll, useMirrorFixture, type MirrorFixture } from '../support/mirror-fixture.ts';
+import { allPartitions as all, messages, sendAll, useMirrorFixture, type MirrorFixture } from '../support/mirror-fixture.ts';
 import { randomName } from '../support/stack.ts';
 
 const fixture = useMirrorFixture();
@@ -12,7 +12,6 @@ let f: MirrorFixture;
 beforeEach(() => {
   f = fixture();
 });
-const all = allPartitions;
 
 describe('offsets and fidelity', () => {
   it('copies every record to the same offset with key, value, headers and timestamp intact', async () => {

@@ -2,7 +2,7 @@
 // needs: raw sessions, admins, a producer into the source, a Postgres for leases.
 import { afterAll, beforeAll } from 'vitest';
 import type { Admin, Kafka, Message, Producer } from 'kafkajs';
-import { createTopicsAndWait } from '../../kafka/admin.ts';
+import { createTopicsAndWait, deleteTopicsAndWait } from '../../kafka/admin.ts';
 import { createKafka } from '../../kafka/connection.ts';
 import { RawCluster } from '../../kafka/protocol.ts';
 import { ByteBudget } from '../../kafka/budget.ts';
@@ -97,21 +97,14 @@ export async function mirrorFixture(): Promise<MirrorFixture> {
     },
     async close() {
       await Promise.all(producers.map((p) => p.disconnect()));
-      await deleteTopics(sourceAdmin, topics);
-      await deleteTopics(destAdmin, topics);
+      await deleteTopicsAndWait(sourceAdmin, topics);
+      await deleteTopicsAndWait(destAdmin, topics);
       await Promise.all([source.close(), dest.close(), sourceAdmin.disconnect(), destAdmin.disconnect()]);
       await db.destroy();
       await database.drop();
     },
   };
   return fixture;
-}
-
-/** Delete test topics that exist (a test may have deleted or never created some). */
-export async function deleteTopics(admin: Admin, topics: readonly string[]): Promise<void> {
-  const existing = new Set(await admin.listTopics());
-  const toDelete = topics.filter((t) => existing.has(t));
-  if (toDelete.length > 0) await admin.deleteTopics({ topics: toDelete, timeout: 60_000 });
 }
 
 /** Timestamps near now: records older than the brokers' retention (7 days) would be deleted by it. */
