@@ -222,7 +222,7 @@ async function measureMirror(tool: 'kmirror' | 'mm2', topic: string): Promise<nu
 /** Records per batch at the head of a source partition: shows the producer settings took effect. */
 async function headBatchRecords(topic: string): Promise<number> {
   const leader = await source.leaderOf(topic, 0);
-  const [fetched] = await source.fetch({ leader, topic, partitions: [{ partition: 0, fetchOffset: 0n, maxBytes: 4 * 2 ** 20 }], maxWaitMs: 100, maxBytes: 4 * 2 ** 20, isolationLevel: IsolationLevel.READ_UNCOMMITTED });
+  const [fetched] = await source.fetch({ leader, partitions: [{ topic, partition: 0, fetchOffset: 0n, maxBytes: 4 * 2 ** 20 }], maxWaitMs: 100, maxBytes: 4 * 2 ** 20, isolationLevel: IsolationLevel.READ_UNCOMMITTED });
   const batches = fetched?.batches ?? [];
   return round1(batches.reduce((n, b) => n + b.recordsCount, 0) / Math.max(1, batches.length));
 }
@@ -234,7 +234,7 @@ async function batchLags(topic: string): Promise<{ lagMs: number; records: numbe
   for (const partition of partitions) {
     const leader = await dest.leaderOf(topic, partition);
     for (let offset = 0n; offset < ends.get(partition)!; ) {
-      const [fetched] = await dest.fetch({ leader, topic, partitions: [{ partition, fetchOffset: offset, maxBytes: 8 * 2 ** 20 }], maxWaitMs: 100, maxBytes: 8 * 2 ** 20, isolationLevel: IsolationLevel.READ_UNCOMMITTED });
+      const [fetched] = await dest.fetch({ leader, partitions: [{ topic, partition, fetchOffset: offset, maxBytes: 8 * 2 ** 20 }], maxWaitMs: 100, maxBytes: 8 * 2 ** 20, isolationLevel: IsolationLevel.READ_UNCOMMITTED });
       if (!fetched || fetched.error) throw new Error(`reading ${topic}-${partition} at ${offset}: ${fetched?.error?.type ?? 'no data'}`);
       for (const batch of fetched.batches) {
         if (batch.lastOffset < offset) continue;

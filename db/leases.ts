@@ -127,7 +127,10 @@ async function leaseLost(db: Db | Trx, lease: HeldLease, action: string): Promis
   });
 }
 
-export interface PartitionLeaseOptions extends LeaseTarget, LeaseTiming {
+export interface PartitionLeaseOptions extends LeaseTiming {
+  readonly mirror: string;
+  /** The partitions, per topic, leased together (all or none). */
+  readonly assignments: readonly { readonly topic: string; readonly partitions: readonly number[] }[];
   readonly owner: string;
   /** Default: a third of the time to live. */
   readonly renewEveryMs?: number;
@@ -135,14 +138,22 @@ export interface PartitionLeaseOptions extends LeaseTarget, LeaseTiming {
   readonly pollMs?: number;
 }
 
-/** The copier's PartitionLease (kafka/lease.ts) over these functions. */
+/** The copier's PartitionLease (kafka/lease.ts) over these functions: every topic's partitions
+ *  are acquired, renewed and released in one transaction each time, topics in name order (so two
+ *  acquirers of overlapping sets cannot deadlock). */
 export function createPartitionLease(db: Db, options: PartitionLeaseOptions): PartitionLease {
   const renewEveryMs = options.renewEveryMs ?? Math.floor(options.ttlMs / 3);
-  if (!(options.ttlMs > 0) || !(options.graceMs >= 0) || !(renewEveryMs > 0 && renewEveryMs < options.ttlMs)) {
-    throw new KmirrorError('INVALID_CONFIG', `lease ${describeTarget(options)}: need ttlMs > renewEveryMs > 0 and graceMs ≥ 0`);
+  const targets: LeaseTarget[] = [...options.assignments]
+    .filter((a) => a.partitions.length > 0)
+    .sort((a, b) => (a.topic < b.topic ? -1 : a.topic > b.topic ? 1 : 0))
+    .map((a) => normalize({ mirror: options.mirror, topic: a.topic, partitions: a.partitions }));
+  const description =
+    targets.length === 1 ? describeTarget(targets[0]!) : `${options.mirror}/${targets.length} topics (${targets.reduce((n, t) => n + t.partitions.length, 0)} partitions)`;
+  if (targets.length === 0 || !(options.ttlMs > 0) || !(options.graceMs >= 0) || !(renewEveryMs > 0 && renewEveryMs < options.ttlMs)) {
+    throw new KmirrorError('INVALID_CONFIG', `lease ${description}: need partitions, ttlMs > renewEveryMs > 0 and graceMs ≥ 0`);
   }
   const pollMs = options.pollMs ?? 1_000;
-  let held: HeldLease | undefined;
+  let held: HeldLease[] | undefined;
   let validUntil = 0;
   const fenced = (err: unknown): never => {
     if (err instanceof KmirrorError && err.code === 'LEASE_LOST') {
@@ -153,13 +164,18 @@ export function createPartitionLease(db: Db, options: PartitionLeaseOptions): Pa
   };
   return {
     renewEveryMs,
-    description: `${describeTarget(options)} owner ${options.owner}`,
+    graceMs: options.graceMs,
+    description: `${description} owner ${options.owner}`,
     async acquire(signal) {
       for (;;) {
         signal.throwIfAborted();
         const started = Date.now();
         try {
-          held = await db.transaction().execute((trx) => acquireLeases(trx, options, options.owner, options));
+          held = await db.transaction().execute(async (trx) => {
+            const leases: HeldLease[] = [];
+            for (const target of targets) leases.push(await acquireLeases(trx, target, options.owner, options));
+            return leases;
+          });
           validUntil = started + options.ttlMs;
           return;
         } catch (err) {
@@ -174,20 +190,26 @@ export function createPartitionLease(db: Db, options: PartitionLeaseOptions): Pa
       }
     },
     async renew() {
-      if (held === undefined) throw new KmirrorError('LEASE_LOST', `lease ${describeTarget(options)} is not held by ${options.owner}`);
+      if (held === undefined) throw new KmirrorError('LEASE_LOST', `lease ${description} is not held by ${options.owner}`);
       const started = Date.now();
-      const lease = held;
+      const leases = held;
       await db
         .transaction()
-        .execute((trx) => renewLeases(trx, lease, options.ttlMs))
+        .execute(async (trx) => {
+          for (const lease of leases) await renewLeases(trx, lease, options.ttlMs);
+        })
         .catch(fenced);
       validUntil = started + options.ttlMs;
     },
     async release() {
-      const lease = held;
+      const leases = held;
       held = undefined;
       validUntil = 0;
-      if (lease !== undefined) await releaseLeases(db, lease);
+      if (leases !== undefined) {
+        await db.transaction().execute(async (trx) => {
+          for (const lease of leases) await releaseLeases(trx, lease);
+        });
+      }
     },
     validUntil: () => validUntil,
   };

@@ -25,6 +25,8 @@ export const ErrorCodes = [
   /** A topic the request names does not exist on the cluster it was looked up on. */
   'UNKNOWN_TOPIC',
   'OFFSET_DIVERGENCE',
+  /** A Kafka error answer with no more specific code (details.kafkaError names it): final. */
+  'KAFKA_ERROR',
   'UNSUPPORTED_OFFSET_GAP',
   'LEASE_LOST',
   'LEASE_HELD',

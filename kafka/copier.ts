@@ -1,18 +1,26 @@
-// The offset-preserving copier: kmirror's data plane (DESIGN §5). It copies some partitions of
-// one topic from the source cluster to the same-named topic on the destination so that a record
-// at source offset o lands at destination offset o.
+// The offset-preserving copier: kmirror's data plane (DESIGN §5). It copies partitions of any
+// number of topics from the source cluster to the same-named topics on the destination so that a
+// record at source offset o lands at destination offset o. One copier serves one copy activity: its
+// fetches and produces carry every topic led by the same broker in one request.
 //
 // Contracts (each has an integration test in test/kafka/copier.int.test.ts):
 //  1. Offsets equal. Every produce response's base offset is compared with the offset the batch
 //     had on the source; a mismatch halts that partition with OFFSET_DIVERGENCE and the evidence.
 //  2. Alignment. A destination partition that ends below the source's log start is advanced to it
 //     with filler records, then DeleteRecords moves its log start there, so both logs start at s.
+//     The last filler carries the header `kmirror.alignment`, so an alignment that was interrupted
+//     before its DeleteRecords (a crash, a failed request) is recognised and finished on resync.
 //  3. Gaps. An offset the source log skips (transaction marker, aborted data, compaction) halts the
 //     partition with UNSUPPORTED_OFFSET_GAP naming the offset; data before the gap is copied.
 //  4. Resume. The destination's end offset is the checkpoint: every start, and every recovery from
-//     a produce error, re-reads it and continues from there with a fresh producer id.
-//  5. One writer. Nothing is produced unless the lease is held (lease.validUntil() in the future);
-//     a failed renewal stops production at once.
+//     a produce error, re-reads it and continues from there with a fresh producer id — but only
+//     after the destination's last record is compared with the source's record at that offset. A
+//     record written into the destination while no copier ran (a foreign write) differs there, and
+//     halts the partition with OFFSET_DIVERGENCE instead of being adopted.
+//  5. One writer. Nothing is produced unless the lease is held (lease.validUntil() in the future,
+//     checked before every produce request); a failed renewal stops production at once. The lease's
+//     grace period must exceed the produce timeout (checked when the copier is built), so a new
+//     owner never starts while one of our produce requests can still land.
 //  6. Bounded memory. Bytes are reserved from the shared budget before a fetch and released when
 //     the destination has acknowledged them.
 //  7. Fidelity. Source batches are copied as bytes (only producer id/epoch/sequence and the CRC
@@ -20,19 +28,22 @@
 //     only when the destination already holds its head, or when it carries LogAppendTime.
 //  8. Cancellation. On abort the copier stops fetching, waits for its in-flight produce to be
 //     acknowledged, and returns each partition's next offset (= last mirrored offset + 1).
+//  9. Positions. With `positions`, the destination end, the source leader epoch and the checksum of
+//     the last copied record are handed over at most every `everyMs`, and once more at the end.
 import { setTimeout as sleep } from 'node:timers/promises';
 import { KmirrorError, isKmirrorError } from '../domain/errors.ts';
 import type { ByteBudget } from './budget.ts';
 import type { PartitionLease } from './lease.ts';
-import { AbortedTransactions, IsolationLevel, type FetchedPartition, type ProducedPartition, type RawCluster } from './protocol.ts';
-import { decodeRecords, encodeBatch, isContiguous, nextSequence, restampBatch, type RawBatch } from './wire.ts';
+import { AbortedTransactions, IsolationLevel, KafkaAnswerError, type FetchedPartition, type ProducedPartition, type RawCluster } from './protocol.ts';
+import { recordChecksum } from './verify.ts';
+import { decodeRecords, encodeBatch, isContiguous, nextSequence, restampBatch, type DecodedRecord, type RawBatch, type RecordToEncode } from './wire.ts';
 
 export interface CopyOptions {
   /** Upper bound of one fetch response (reserved from the budget before fetching). */
   readonly fetchMaxBytes: number;
   readonly partitionMaxBytes: number;
   readonly fetchMaxWaitMs: number;
-  /** Broker-side produce timeout; the lease grace must exceed it (kafka/lease.ts). */
+  /** Broker-side produce timeout; the lease grace must exceed it (contract 5). */
   readonly produceTimeoutMs: number;
   /** Produce requests in flight per destination leader (≤ 5: the broker's idempotence window). */
   readonly maxInFlight: number;
@@ -52,7 +63,17 @@ export const defaultCopyOptions: CopyOptions = Object.freeze({
   unreachableAfterMs: 60_000,
 });
 
+/** Header key of the last alignment filler (contract 2); its value is the offset aligned to. */
+export const ALIGNMENT_HEADER = 'kmirror.alignment';
+
+/** Partitions of one topic. Topics keep their name on the destination. */
+export interface TopicPartitions {
+  readonly topic: string;
+  readonly partitions: readonly number[];
+}
+
 export interface PartitionProgress {
+  readonly topic: string;
   readonly partition: number;
   /** Next offset to copy = destination end = last mirrored offset + 1. */
   readonly nextOffset: bigint;
@@ -63,10 +84,31 @@ export interface PartitionProgress {
 
 export type PartitionStatus = 'copying' | 'caught-up' | 'stopped' | 'failed';
 
+/** Offsets the source's retention removed before they were mirrored ([from, to)). */
+export interface SkippedRange {
+  readonly from: bigint;
+  readonly to: bigint;
+}
+
 export interface PartitionOutcome extends PartitionProgress {
   /** Source leader epoch of the last copied batch, when one was copied in this run. */
   readonly lastLeaderEpoch?: number;
   readonly error?: KmirrorError;
+  /** Set when this run aligned a destination that already held mirrored data or had been
+   *  aligned before: the source log start had passed the destination end (records lost). */
+  readonly skipped?: SkippedRange;
+}
+
+/** Where a partition's destination ends, for RecordLastMirrored (DESIGN §6). */
+export interface MirroredPosition {
+  readonly topic: string;
+  readonly partition: number;
+  /** The destination end offset (= last mirrored offset + 1). */
+  readonly offset: bigint;
+  /** Source leader epoch of the batch that held the last record. */
+  readonly leaderEpoch: number;
+  /** recordChecksum() of the last record (the boundary record). */
+  readonly checksum: string;
 }
 
 export interface CopyStats {
@@ -77,6 +119,10 @@ export interface CopyStats {
   fillerRecords: number;
   fillMs: number;
   resyncs: number;
+  /** Resyncs whose boundary record could not be compared (the source no longer holds it). */
+  boundaryUnverified: number;
+  /** Interrupted alignments finished on resync (contract 2). */
+  alignmentsFinished: number;
 }
 
 export interface CopyResult {
@@ -89,25 +135,33 @@ export interface CopyResult {
 export interface CopyRequest {
   readonly source: RawCluster;
   readonly destination: RawCluster;
-  /** Same name on both clusters (mirror topics keep their name). */
-  readonly topic: string;
-  readonly partitions: readonly number[];
+  readonly assignments: readonly TopicPartitions[];
   readonly budget: ByteBudget;
   readonly lease: PartitionLease;
   readonly signal: AbortSignal;
   /** Stop each partition once it has copied everything committed at the time it is checked. */
   readonly untilCaughtUp?: boolean;
   readonly onProgress?: (progress: readonly PartitionProgress[], stats: Readonly<CopyStats>) => void;
+  /** Hand over advanced positions at most every `everyMs` and once at the end. `record` must not
+   *  throw: reporting its own failures is its job (the copy goes on regardless). */
+  readonly positions?: { readonly everyMs: number; record(positions: readonly MirroredPosition[]): Promise<void> };
   readonly options?: Partial<CopyOptions>;
 }
 
+/** The last batch (or re-encoded record) acknowledged for a partition, until its position is taken. */
+type Boundary = { readonly offset: bigint; readonly leaderEpoch: number } & ({ readonly batch: RawBatch } | { readonly record: DecodedRecord });
+
 interface PartitionState {
+  readonly topic: string;
   readonly partition: number;
+  readonly key: string;
   next: bigint;
   sourceEnd: bigint;
   status: PartitionStatus;
   lastLeaderEpoch?: number;
   error?: KmirrorError;
+  skipped?: SkippedRange;
+  boundary?: Boundary;
 }
 
 /** One batch to produce and where the source says it must land. */
@@ -118,9 +172,12 @@ interface ProduceItem {
   readonly records: number;
   /** Size of the batch as fetched (re-encoded: as decoded), for the byte count. */
   readonly bytes: number;
+  /** -1 for alignment fillers (not source data). */
   readonly leaderEpoch: number;
   /** Unstamped source bytes or an encoder: stamped with the sequence at send time. */
   readonly stamp: (s: { producerId: bigint; producerEpoch: number; baseSequence: number }) => Buffer | Buffer[];
+  /** What becomes the partition's boundary once acknowledged (absent for fillers). */
+  readonly boundary?: { readonly batch: RawBatch } | { readonly record: DecodedRecord };
 }
 
 /** Plan for one partition out of one fetch: what to produce, and why it stops, if it does. */
@@ -150,37 +207,79 @@ const RESYNC_ERRORS = new Set([
   'FENCED_LEADER_EPOCH',
 ]);
 
+/** Topics read concurrently during a resync (each is a few ListOffsets requests). */
+const RESYNC_CONCURRENCY = 16;
+/** Partitions aligned at once (each round holds one filler batch per partition in memory). */
+const ALIGN_SLICE = 32;
+
+export const partitionKey = (topic: string, partition: number): string => `${topic}\u0000${partition}`;
+
+/** Copy until aborted (or, with untilCaughtUp, until every partition has caught up). */
 export async function copy(request: CopyRequest): Promise<CopyResult> {
-  return new Copier(request).run();
+  return new Copier(request).run(false);
+}
+
+/** Align the destination partitions to the source log start (contract 2), check their boundary
+ *  records (contract 4), and stop: the LOG_TRUNCATION step of a start. Same lease rules. */
+export async function align(request: Omit<CopyRequest, 'untilCaughtUp' | 'positions'>): Promise<CopyResult> {
+  return new Copier(request).run(true);
 }
 
 class Copier {
   private readonly options: CopyOptions;
   private readonly states: PartitionState[];
-  private readonly stats: CopyStats = { batches: 0, records: 0, bytes: 0, reencodedBatches: 0, fillerRecords: 0, fillMs: 0, resyncs: 0 };
+  private readonly stats: CopyStats = {
+    batches: 0,
+    records: 0,
+    bytes: 0,
+    reencodedBatches: 0,
+    fillerRecords: 0,
+    fillMs: 0,
+    resyncs: 0,
+    boundaryUnverified: 0,
+    alignmentsFinished: 0,
+  };
   private producer = { producerId: -1n, producerEpoch: 0 };
-  private readonly sequences = new Map<number, number>();
+  private readonly sequences = new Map<string, number>();
   /** Aborted when the caller aborts or the lease is lost: stops fetching, not in-flight acks. */
   private readonly stop = new AbortController();
   private leaseLost?: KmirrorError;
   private lastSuccess = Date.now();
+  private lastRecorded = Date.now();
+  /** Rotates which partitions come first in a fetch: the broker fills a response in request order. */
+  private rotation = 0;
 
   constructor(private readonly req: CopyRequest) {
     this.options = { ...defaultCopyOptions, ...req.options };
     if (this.options.maxInFlight < 1 || this.options.maxInFlight > 5) {
       throw new KmirrorError('INVALID_CONFIG', `maxInFlight must be 1..5 (the broker's idempotence window), got ${this.options.maxInFlight}`);
     }
-    this.states = [...new Set(req.partitions)].sort((a, b) => a - b).map((partition) => ({ partition, next: 0n, sourceEnd: 0n, status: 'copying' as const }));
+    if (!(req.lease.graceMs > this.options.produceTimeoutMs)) {
+      throw new KmirrorError(
+        'INVALID_CONFIG',
+        `lease ${req.lease.description}: its grace (${req.lease.graceMs} ms) must exceed the produce timeout (${this.options.produceTimeoutMs} ms), or a new owner could start while a produce request of ours still lands`,
+      );
+    }
+    const seen = new Set<string>();
+    this.states = [];
+    for (const { topic, partitions } of req.assignments) {
+      for (const partition of [...partitions].sort((a, b) => a - b)) {
+        const key = partitionKey(topic, partition);
+        if (seen.has(key)) continue;
+        seen.add(key);
+        this.states.push({ topic, partition, key, next: 0n, sourceEnd: 0n, status: 'copying' });
+      }
+    }
   }
 
-  async run(): Promise<CopyResult> {
+  async run(alignOnly: boolean): Promise<CopyResult> {
     const onAbort = (): void => this.stop.abort(this.req.signal.reason);
     this.req.signal.addEventListener('abort', onAbort, { once: true });
     try {
       await this.req.lease.acquire(this.req.signal);
     } catch (err) {
       this.req.signal.removeEventListener('abort', onAbort);
-      if (this.req.signal.aborted) return this.result('stopped');
+      if (this.req.signal.aborted) return this.result();
       throw err;
     }
     const renewal = this.renewLoop();
@@ -191,9 +290,11 @@ class Copier {
           if (needResync) {
             await this.resync();
             needResync = false;
+            if (alignOnly) break;
           }
           await this.copyRound();
           this.lastSuccess = Date.now();
+          await this.recordPositions(false);
         } catch (err) {
           if (this.stop.signal.aborted) break;
           if (isKmirrorError(err, 'LEASE_LOST')) {
@@ -202,7 +303,7 @@ class Copier {
           }
           if (!(err instanceof Resync) && !isRetriable(err)) throw err;
           if (Date.now() - this.lastSuccess > this.options.unreachableAfterMs) {
-            throw new KmirrorError('CLUSTER_UNREACHABLE', `no progress copying ${this.req.topic} for ${this.options.unreachableAfterMs} ms: ${(err as Error).message}`, { topic: this.req.topic }, { cause: err });
+            throw new KmirrorError('CLUSTER_UNREACHABLE', `no progress copying for ${this.options.unreachableAfterMs} ms: ${(err as Error).message}`, { topics: this.topicsText() }, { cause: err });
           }
           await sleep(200);
           needResync = true;
@@ -214,18 +315,25 @@ class Copier {
       await renewal;
       if (!this.leaseLost) await this.req.lease.release().catch(() => undefined);
     }
-    return this.result('stopped');
+    await this.recordPositions(true);
+    return this.result();
   }
 
-  private result(finalStatus: PartitionStatus): CopyResult {
+  private topicsText(): string {
+    return [...new Set(this.states.map((s) => s.topic))].join(',').slice(0, 200);
+  }
+
+  private result(): CopyResult {
     return {
       partitions: this.states.map((s) => ({
+        topic: s.topic,
         partition: s.partition,
         nextOffset: s.next,
         sourceEnd: s.sourceEnd,
-        status: s.status === 'copying' ? finalStatus : s.status,
+        status: s.status === 'copying' ? 'stopped' : s.status,
         ...(s.lastLeaderEpoch !== undefined ? { lastLeaderEpoch: s.lastLeaderEpoch } : {}),
         ...(s.error ? { error: s.error } : {}),
+        ...(s.skipped ? { skipped: s.skipped } : {}),
       })),
       stats: { ...this.stats },
       ...(this.leaseLost ? { leaseLost: this.leaseLost } : {}),
@@ -269,96 +377,188 @@ class Copier {
     state.error = error;
   }
 
+  /** Hand over the positions that advanced since last time (contract 9). */
+  private async recordPositions(force: boolean): Promise<void> {
+    const sink = this.req.positions;
+    if (sink === undefined || (!force && Date.now() - this.lastRecorded < sink.everyMs)) return;
+    this.lastRecorded = Date.now();
+    const positions: MirroredPosition[] = [];
+    for (const state of this.states) {
+      const boundary = state.boundary;
+      if (boundary === undefined) continue;
+      // Drop the reference at once: it may pin a whole fetch response.
+      state.boundary = undefined;
+      const record = 'record' in boundary ? boundary.record : decodeRecords(boundary.batch).at(-1);
+      if (record === undefined) continue;
+      positions.push({ topic: state.topic, partition: state.partition, offset: boundary.offset, leaderEpoch: boundary.leaderEpoch, checksum: recordChecksum(record) });
+    }
+    if (positions.length > 0) await sink.record(positions);
+  }
+
   /**
-   * Re-read where the destination ends (the checkpoint), take a fresh producer id, and align
-   * partitions that end below the source's log start.
+   * Re-read where the destination starts and ends (the checkpoint) and the source's offsets, take a
+   * fresh producer id, then per partition: refuse a destination beyond the source, finish an
+   * interrupted alignment, compare the boundary record, and align partitions that end below the
+   * source's log start.
    */
   private async resync(): Promise<void> {
     this.stats.resyncs++;
     const active = this.active();
     if (active.length === 0) return;
-    const ps = active.map((s) => s.partition);
-    const { source, destination, topic } = this.req;
-    const [destEnd, srcStart, srcEnd, srcHighWatermark] = await Promise.all([
-      stableEnd(destination, topic, ps),
-      source.listOffsets(topic, ps, 'earliest'),
-      source.listOffsets(topic, ps, 'latest', IsolationLevel.READ_COMMITTED),
-      source.listOffsets(topic, ps, 'latest'),
-    ]);
+    const { source, destination } = this.req;
+    const byTopic = groupBy(active, (s) => s.topic);
+    const offsets = new Map<string, { destStart: bigint; srcStart: bigint; srcEnd: bigint; srcHighWatermark: bigint }>();
+    await forEachLimit([...byTopic], RESYNC_CONCURRENCY, async ([topic, states]) => {
+      const ps = states.map((s) => s.partition);
+      // Leaders may have moved (that is often why we resync): re-read them.
+      await Promise.all([source.partitions(topic, true), destination.partitions(topic, true)]);
+      const [destStart, srcStart, srcEnd, srcHighWatermark] = await Promise.all([
+        destination.listOffsets(topic, ps, 'earliest'),
+        source.listOffsets(topic, ps, 'earliest'),
+        source.listOffsets(topic, ps, 'latest', IsolationLevel.READ_COMMITTED),
+        source.listOffsets(topic, ps, 'latest'),
+      ]);
+      for (const p of ps) {
+        offsets.set(partitionKey(topic, p), { destStart: destStart.get(p)!, srcStart: srcStart.get(p)!, srcEnd: srcEnd.get(p)!, srcHighWatermark: srcHighWatermark.get(p)! });
+      }
+    });
+    const destEnd = await stableEnds(destination, byTopic);
     this.producer = await destination.initProducerId();
     this.sequences.clear();
     const toAlign: PartitionState[] = [];
+    const alignmentChecks: { state: PartitionState; offset: bigint }[] = [];
+    const boundaryChecks: { state: PartitionState; offset: bigint }[] = [];
     for (const state of active) {
-      const end = destEnd.get(state.partition)!;
-      const start = srcStart.get(state.partition)!;
+      const o = offsets.get(state.key)!;
+      const end = destEnd.get(state.key)!;
       state.next = end;
-      state.sourceEnd = srcEnd.get(state.partition)!;
-      const highWatermark = srcHighWatermark.get(state.partition)!;
-      if (end > highWatermark) {
+      state.sourceEnd = o.srcEnd;
+      if (end > o.srcHighWatermark) {
         this.fail(
           state,
-          new KmirrorError('OFFSET_DIVERGENCE', `destination ${topic}-${state.partition} ends at ${end}, beyond the source's end ${highWatermark}: it holds data the source does not`, {
-            topic,
+          new KmirrorError('OFFSET_DIVERGENCE', `destination ${state.topic}-${state.partition} ends at ${end}, beyond the source's end ${o.srcHighWatermark}: it holds data the source does not`, {
+            topic: state.topic,
             partition: state.partition,
             destinationEnd: end.toString(),
-            sourceEnd: highWatermark.toString(),
+            sourceEnd: o.srcHighWatermark.toString(),
           }),
         );
-      } else if (end < start) {
+      } else if (end < o.srcStart) {
+        // Records in [end, srcStart) were never mirrored. A destination that holds nothing and was
+        // never aligned is a new mirror partition; any other is one the source's retention overtook.
+        if (end > 0n || o.destStart > 0n) state.skipped = { from: end, to: o.srcStart };
         toAlign.push(state);
+      } else {
+        if (o.destStart < o.srcStart) alignmentChecks.push({ state, offset: o.srcStart - 1n });
+        if (end > o.srcStart && end > o.destStart) boundaryChecks.push({ state, offset: end - 1n });
       }
     }
-    if (toAlign.length > 0) await this.align(toAlign, srcStart);
+    await this.finishAlignments(alignmentChecks);
+    await this.checkBoundaries(boundaryChecks);
+    if (toAlign.length > 0) await this.align(toAlign, new Map(toAlign.map((s) => [s.key, offsets.get(s.key)!.srcStart])));
     this.report();
   }
 
-  /** Fill [destination end, source log start) with fillers, then DeleteRecords(source log start). */
-  private async align(states: PartitionState[], srcStart: ReadonlyMap<number, bigint>): Promise<void> {
+  /** An alignment whose DeleteRecords never happened leaves its fillers visible below the source's
+   *  log start; the marked last filler gives it away. Finish it (contract 2). */
+  private async finishAlignments(checks: readonly { state: PartitionState; offset: bigint }[]): Promise<void> {
+    if (checks.length === 0) return;
+    const found = await recordsAt(this.req.destination, checks.map((c) => ({ topic: c.state.topic, partition: c.state.partition, offset: c.offset })));
+    const unfinished = checks.filter((c) => {
+      const at = found.get(c.state.key);
+      return at?.kind === 'data' && at.record.headers.some((h) => h.key === ALIGNMENT_HEADER);
+    });
+    for (const [topic, group] of groupBy(unfinished, (c) => c.state.topic)) {
+      await this.req.destination.deleteRecords(topic, new Map(group.map((c) => [c.state.partition, c.offset + 1n])));
+      this.stats.alignmentsFinished += group.length;
+    }
+  }
+
+  /** Compare the destination's last record with the source's record at the same offset (contract 4). */
+  private async checkBoundaries(checks: readonly { state: PartitionState; offset: bigint }[]): Promise<void> {
+    if (checks.length === 0) return;
+    const wanted = checks.map((c) => ({ topic: c.state.topic, partition: c.state.partition, offset: c.offset }));
+    const [onDest, onSource] = await Promise.all([recordsAt(this.req.destination, wanted), recordsAt(this.req.source, wanted)]);
+    for (const { state, offset } of checks) {
+      const d = onDest.get(state.key);
+      const s = onSource.get(state.key);
+      if (d === undefined || s === undefined) {
+        // Compaction or retention removed it on one side: nothing left to compare.
+        this.stats.boundaryUnverified++;
+        continue;
+      }
+      const show = (r: BoundaryRecord): string => (r.kind === 'control' ? 'a control record' : `record ${recordChecksum(r.record).slice(0, 16)}`);
+      const same = d.kind === s.kind && (d.kind === 'control' || recordChecksum(d.record) === recordChecksum((s as { record: DecodedRecord }).record));
+      if (!same) {
+        this.fail(
+          state,
+          new KmirrorError(
+            'OFFSET_DIVERGENCE',
+            `destination ${state.topic}-${state.partition} holds a different record at offset ${offset} than the source (${show(d)} vs ${show(s)}): something else wrote to this mirror topic; halted rather than adopted`,
+            { topic: state.topic, partition: state.partition, offset: offset.toString(), destination: show(d), source: show(s) },
+          ),
+        );
+      }
+    }
+  }
+
+  /** Fill [destination end, source log start) with fillers (the last one marked), then
+   *  DeleteRecords(source log start). Partitions go in slices so memory stays bounded. */
+  private async align(states: readonly PartitionState[], target: ReadonlyMap<string, bigint>): Promise<void> {
     const started = Date.now();
-    const { destination, topic } = this.req;
-    const filler = { timestamp: BigInt(Date.now()), key: null, value: null, headers: [] };
-    for (const state of states) {
-      const target = srcStart.get(state.partition)!;
-      const items: ProduceItem[] = [];
-      for (let at = state.next; at < target; ) {
-        const count = Number(target - at < BigInt(this.options.fillerBatchRecords) ? target - at : BigInt(this.options.fillerBatchRecords));
-        const records = Array.from({ length: count }, () => filler);
-        items.push({ state, expectedBase: at, nextAfter: at + BigInt(count), records: count, bytes: 0, leaderEpoch: -1, stamp: (s) => encodeBatch(records, s) });
-        at += BigInt(count);
+    // NO_TIMESTAMP (-1): a filler must not answer a timestamp lookup in place of a real record.
+    const filler: RecordToEncode = { timestamp: -1n, key: null, value: null, headers: [] };
+    for (let i = 0; i < states.length; i += ALIGN_SLICE) {
+      const slice = states.slice(i, i + ALIGN_SLICE);
+      const rounds: ProduceItem[][] = [];
+      for (const state of slice) {
+        const to = target.get(state.key)!;
+        let k = 0;
+        for (let at = state.next; at < to; k++) {
+          const count = Number(to - at < BigInt(this.options.fillerBatchRecords) ? to - at : BigInt(this.options.fillerBatchRecords));
+          const last = at + BigInt(count) === to;
+          const records: RecordToEncode[] = Array.from({ length: count }, () => filler);
+          if (last) records[count - 1] = { ...filler, headers: [{ key: ALIGNMENT_HEADER, value: Buffer.from(to.toString()) }] };
+          (rounds[k] ??= []).push({ state, expectedBase: at, nextAfter: at + BigInt(count), records: count, bytes: 0, leaderEpoch: -1, stamp: (s) => encodeBatch(records, s) });
+          at += BigInt(count);
+        }
       }
-      for (const item of items) {
-        await this.produceRounds([[item]]);
-        if (state.status !== 'copying') return;
-        this.stats.fillerRecords += item.records;
+      await this.produceRounds(rounds);
+      const done = slice.filter((s) => s.status === 'copying' && s.next === target.get(s.key));
+      for (const [topic, group] of groupBy(done, (s) => s.topic)) {
+        // The fillers were only a way to reach offset s; they are never visible to consumers.
+        await this.req.destination.deleteRecords(topic, new Map(group.map((s) => [s.partition, target.get(s.key)!])));
       }
-      // The fillers were only a way to reach offset s; they are never visible to consumers.
-      await destination.deleteRecords(topic, new Map([[state.partition, target]]));
     }
     this.stats.fillMs += Date.now() - started;
   }
 
-  /** One fetch per source leader, then its batches produced, checked and counted. */
+  /** One fetch per source leader (all topics it leads), then the batches produced, checked and counted. */
   private async copyRound(): Promise<void> {
-    const { source, topic } = this.req;
+    const { source } = this.req;
+    const active = this.active();
+    const start = this.rotation++ % Math.max(1, active.length);
+    const rotated = [...active.slice(start), ...active.slice(0, start)];
     const byLeader = new Map<number, PartitionState[]>();
-    for (const state of this.active()) {
-      const leader = await source.leaderOf(topic, state.partition);
-      byLeader.set(leader, [...(byLeader.get(leader) ?? []), state]);
+    for (const state of rotated) {
+      const leader = await source.leaderOf(state.topic, state.partition);
+      const list = byLeader.get(leader);
+      if (list === undefined) byLeader.set(leader, [state]);
+      else list.push(state);
     }
     await Promise.all([...byLeader].map(([leader, states]) => this.copyFromLeader(leader, states)));
     this.report();
   }
 
   private async copyFromLeader(leader: number, states: PartitionState[]): Promise<void> {
-    const { source, topic, budget } = this.req;
+    const { source, budget } = this.req;
     const reserve = Math.min(this.options.fetchMaxBytes, states.length * this.options.partitionMaxBytes);
     await budget.acquire(reserve, this.stop.signal);
     let held = reserve;
     try {
       const fetched = await source.fetch({
         leader,
-        topic,
-        partitions: states.map((s) => ({ partition: s.partition, fetchOffset: s.next, maxBytes: this.options.partitionMaxBytes })),
+        partitions: states.map((s) => ({ topic: s.topic, partition: s.partition, fetchOffset: s.next, maxBytes: this.options.partitionMaxBytes })),
         maxWaitMs: this.options.fetchMaxWaitMs,
         maxBytes: this.options.fetchMaxBytes,
         isolationLevel: IsolationLevel.READ_COMMITTED,
@@ -367,14 +567,15 @@ class Copier {
       if (actual > held) budget.force(actual - held);
       else budget.release(held - actual);
       held = actual;
+      const byKey = new Map(states.map((s) => [s.key, s]));
       const plans: { state: PartitionState; plan: PartitionPlan }[] = [];
       let refetch = false;
       for (const p of fetched) {
-        const state = states.find((s) => s.partition === p.partition);
+        const state = byKey.get(partitionKey(p.topic, p.partition));
         if (!state) continue;
         if (p.error) {
           if (p.error.type === 'OFFSET_OUT_OF_RANGE' || p.error.retriable) refetch = true;
-          else this.fail(state, kafkaFailure(`fetch ${topic}-${p.partition}`, p.error.type, { topic, partition: p.partition }));
+          else this.fail(state, new KafkaAnswerError(`fetch ${p.topic}-${p.partition} failed: ${p.error.type}`, p.error));
           continue;
         }
         state.sourceEnd = p.lastStableOffset;
@@ -398,7 +599,7 @@ class Copier {
 
   /** Turn one partition's fetched batches into produce items, stopping at the first gap. */
   private plan(state: PartitionState, fetched: FetchedPartition): PartitionPlan {
-    const { topic } = this.req;
+    const { topic, partition } = state;
     const items: ProduceItem[] = [];
     const aborted = new AbortedTransactions(fetched.abortedTransactions);
     let next = state.next;
@@ -406,8 +607,8 @@ class Copier {
       items,
       halt: new KmirrorError(
         'UNSUPPORTED_OFFSET_GAP',
-        `source ${topic}-${state.partition} skips offset ${offset} (${why}); kmirror cannot fill offset gaps yet, so the partition is halted rather than shifting offsets`,
-        { topic, partition: state.partition, offset: offset.toString(), reason: why },
+        `source ${topic}-${partition} skips offset ${offset} (${why}); kmirror cannot fill offset gaps yet, so the partition is halted rather than shifting offsets`,
+        { topic, partition, offset: offset.toString(), reason: why },
       ),
     });
     for (const batch of fetched.batches) {
@@ -432,6 +633,7 @@ class Copier {
           bytes: batch.bytes.length,
           leaderEpoch: batch.leaderEpoch,
           stamp: (s) => restampBatch(batch, s),
+          boundary: { batch },
         });
       }
       next = batch.lastOffset + 1n;
@@ -459,34 +661,38 @@ class Copier {
       bytes,
       leaderEpoch: batch.leaderEpoch,
       stamp: (s) => encodeBatch(chunk, s),
+      boundary: { record: chunk[chunk.length - 1]! },
     }));
   }
 
   /**
-   * Send rounds of produce items, up to maxInFlight requests per destination leader, in order.
-   * Each acknowledged batch is checked against the offset it must land at.
+   * Send rounds of produce items, up to maxInFlight requests per destination leader, in order; one
+   * request per leader carries every topic it leads. Each acknowledged batch is checked against the
+   * offset it must land at. The lease is checked before every request (contract 5).
    */
   private async produceRounds(rounds: ProduceItem[][]): Promise<void> {
-    const { destination, topic } = this.req;
+    const { destination } = this.req;
     const inFlight: Promise<void>[] = [];
     let resync: Resync | undefined;
     for (const round of rounds) {
       const live = round.filter((item) => item.state.status === 'copying');
       if (live.length === 0 || resync) continue;
-      this.assertLease();
       const byLeader = new Map<number, ProduceItem[]>();
       for (const item of live) {
-        const leader = await destination.leaderOf(topic, item.state.partition);
-        byLeader.set(leader, [...(byLeader.get(leader) ?? []), item]);
+        const leader = await destination.leaderOf(item.state.topic, item.state.partition);
+        const list = byLeader.get(leader);
+        if (list === undefined) byLeader.set(leader, [item]);
+        else list.push(item);
       }
       for (const [leader, items] of byLeader) {
+        this.assertLease();
         const batches = items.map((item) => {
-          const baseSequence = this.sequences.get(item.state.partition) ?? 0;
-          this.sequences.set(item.state.partition, nextSequence(baseSequence, item.records));
-          return { partition: item.state.partition, batch: item.stamp({ ...this.producer, baseSequence }) };
+          const baseSequence = this.sequences.get(item.state.key) ?? 0;
+          this.sequences.set(item.state.key, nextSequence(baseSequence, item.records));
+          return { topic: item.state.topic, partition: item.state.partition, batch: item.stamp({ ...this.producer, baseSequence }) };
         });
         const sent = destination
-          .produce({ leader, topic, partitions: batches, timeoutMs: this.options.produceTimeoutMs })
+          .produce({ leader, partitions: batches, timeoutMs: this.options.produceTimeoutMs })
           .then((responses) => this.acknowledge(items, responses))
           .catch((err: unknown) => {
             resync ??= err instanceof Resync ? err : new Resync(`produce failed: ${(err as Error).message}`, { cause: err });
@@ -500,15 +706,16 @@ class Copier {
   }
 
   private acknowledge(items: readonly ProduceItem[], responses: readonly ProducedPartition[]): void {
-    const { topic } = this.req;
+    const byKey = new Map(responses.map((r) => [partitionKey(r.topic, r.partition), r]));
     for (const item of items) {
-      const response = responses.find((r) => r.partition === item.state.partition);
       const state = item.state;
+      const { topic, partition } = state;
+      const response = byKey.get(state.key);
       if (state.status !== 'copying') continue;
-      if (!response) throw new Resync(`no produce response for ${topic}-${state.partition}`);
+      if (!response) throw new Resync(`no produce response for ${topic}-${partition}`);
       if (response.error) {
-        if (RESYNC_ERRORS.has(response.error.type) || response.error.retriable) throw new Resync(`produce ${topic}-${state.partition}: ${response.error.type}`);
-        this.fail(state, kafkaFailure(`produce ${topic}-${state.partition}`, response.error.type, { topic, partition: state.partition, message: response.errorMessage ?? '' }));
+        if (RESYNC_ERRORS.has(response.error.type) || response.error.retriable) throw new Resync(`produce ${topic}-${partition}: ${response.error.type}`);
+        this.fail(state, new KafkaAnswerError(`produce ${topic}-${partition} failed: ${response.error.type}${response.errorMessage ? ` (${response.errorMessage})` : ''}`, response.error));
         continue;
       }
       if (response.baseOffset !== item.expectedBase) {
@@ -516,48 +723,137 @@ class Copier {
           state,
           new KmirrorError(
             'OFFSET_DIVERGENCE',
-            `destination ${topic}-${state.partition} appended a batch at offset ${response.baseOffset}, expected ${item.expectedBase}: something else writes to this mirror topic; halted`,
-            { topic, partition: state.partition, expected: item.expectedBase.toString(), got: response.baseOffset.toString() },
+            `destination ${topic}-${partition} appended a batch at offset ${response.baseOffset}, expected ${item.expectedBase}: something else writes to this mirror topic; halted`,
+            { topic, partition, expected: item.expectedBase.toString(), got: response.baseOffset.toString() },
           ),
         );
         continue;
       }
       state.next = item.nextAfter;
-      if (item.leaderEpoch >= 0) {
+      if (item.boundary !== undefined) {
         state.lastLeaderEpoch = item.leaderEpoch;
+        state.boundary = { offset: item.nextAfter, leaderEpoch: item.leaderEpoch, ...item.boundary };
         this.stats.batches++;
         this.stats.records += item.records;
         this.stats.bytes += item.bytes;
+      } else {
+        this.stats.fillerRecords += item.records;
       }
     }
   }
 
   private report(): void {
     this.req.onProgress?.(
-      this.states.map((s) => ({ partition: s.partition, nextOffset: s.next, sourceEnd: s.sourceEnd, status: s.status })),
+      this.states.map((s) => ({ topic: s.topic, partition: s.partition, nextOffset: s.next, sourceEnd: s.sourceEnd, status: s.status })),
       this.stats,
     );
   }
 }
 
-/** The destination end once it has stopped moving (an acknowledged-late write settles first). */
-async function stableEnd(cluster: RawCluster, topic: string, partitions: readonly number[]): Promise<Map<number, bigint>> {
-  let previous = await cluster.listOffsets(topic, partitions, 'latest');
+/** A record found at an offset: data (decoded) or a control record (transaction marker). */
+type BoundaryRecord = { readonly kind: 'control' } | { readonly kind: 'data'; readonly record: DecodedRecord };
+
+/**
+ * The record at `offset` of each partition, read as the log holds it (read_uncommitted); undefined
+ * when the log no longer holds that offset (retention, compaction). Partitions are fetched together
+ * per leader; one whose batch did not fit is fetched again on its own (the broker always returns a
+ * whole first batch).
+ */
+export async function recordsAt(cluster: RawCluster, wanted: readonly { topic: string; partition: number; offset: bigint }[]): Promise<Map<string, BoundaryRecord | undefined>> {
+  const out = new Map<string, BoundaryRecord | undefined>();
+  const pick = (p: FetchedPartition, offset: bigint): BoundaryRecord | undefined | 'retry' => {
+    if (p.error) {
+      if (p.error.type === 'OFFSET_OUT_OF_RANGE') return undefined;
+      throw new KafkaAnswerError(`fetch ${p.topic}-${p.partition} at ${offset}: ${p.error.type}`, p.error);
+    }
+    const batch = p.batches.find((b) => b.baseOffset <= offset && offset <= b.lastOffset);
+    if (batch === undefined) return p.batches.some((b) => b.baseOffset > offset) ? undefined : 'retry';
+    if (batch.isControl) return { kind: 'control' };
+    const record = decodeRecords(batch).find((r) => r.offset === offset);
+    return record === undefined ? undefined : { kind: 'data', record };
+  };
+  const byLeader = new Map<number, typeof wanted[number][]>();
+  for (const w of wanted) {
+    const leader = await cluster.leaderOf(w.topic, w.partition);
+    byLeader.set(leader, [...(byLeader.get(leader) ?? []), w]);
+  }
+  const fetchAt = (leader: number, ws: readonly typeof wanted[number][], maxBytes: number) =>
+    cluster.fetch({
+      leader,
+      partitions: ws.map((w) => ({ topic: w.topic, partition: w.partition, fetchOffset: w.offset, maxBytes })),
+      maxWaitMs: 0,
+      minBytes: 0,
+      maxBytes: 64 * 1024 * 1024,
+      isolationLevel: IsolationLevel.READ_UNCOMMITTED,
+    });
+  await Promise.all(
+    [...byLeader].map(async ([leader, ws]) => {
+      const offsetOf = new Map(ws.map((w) => [partitionKey(w.topic, w.partition), w.offset]));
+      const retry: typeof wanted[number][] = [];
+      for (const p of await fetchAt(leader, ws, 256 * 1024)) {
+        const key = partitionKey(p.topic, p.partition);
+        const offset = offsetOf.get(key);
+        if (offset === undefined) continue;
+        const found = pick(p, offset);
+        if (found === 'retry') retry.push({ topic: p.topic, partition: p.partition, offset });
+        else out.set(key, found);
+      }
+      for (const w of retry) {
+        const [p] = await fetchAt(leader, [w], 16 * 1024 * 1024);
+        const found = p === undefined ? undefined : pick(p, w.offset);
+        out.set(partitionKey(w.topic, w.partition), found === 'retry' ? undefined : found);
+      }
+    }),
+  );
+  return out;
+}
+
+/** Destination ends once they have stopped moving (an acknowledged-late write settles first). */
+async function stableEnds(cluster: RawCluster, byTopic: ReadonlyMap<string, readonly PartitionState[]>): Promise<Map<string, bigint>> {
+  const read = async (): Promise<Map<string, bigint>> => {
+    const out = new Map<string, bigint>();
+    await forEachLimit([...byTopic], RESYNC_CONCURRENCY, async ([topic, states]) => {
+      const ends = await cluster.listOffsets(
+        topic,
+        states.map((s) => s.partition),
+        'latest',
+      );
+      for (const [p, end] of ends) out.set(partitionKey(topic, p), end);
+    });
+    return out;
+  };
+  let previous = await read();
   for (let i = 0; i < 10; i++) {
     await sleep(100);
-    const current = await cluster.listOffsets(topic, partitions, 'latest');
-    if ([...current].every(([p, o]) => previous.get(p) === o)) return current;
+    const current = await read();
+    if ([...current].every(([k, o]) => previous.get(k) === o)) return current;
     previous = current;
   }
   return previous;
 }
 
-function kafkaFailure(what: string, type: string, details: Record<string, string | number>): KmirrorError {
-  return new KmirrorError(type.includes('AUTHORIZATION') ? 'CLUSTER_MIRROR_AUTHORIZATION_FAILED' : 'INVALID_ARGUMENT', `${what} failed: ${type}`, { ...details, kafkaError: type });
+function groupBy<T, K>(items: Iterable<T>, keyOf: (item: T) => K): Map<K, T[]> {
+  const out = new Map<K, T[]>();
+  for (const item of items) {
+    const key = keyOf(item);
+    const list = out.get(key);
+    if (list === undefined) out.set(key, [item]);
+    else list.push(item);
+  }
+  return out;
+}
+
+/** Run `fn` over `items` with at most `limit` in flight. */
+async function forEachLimit<T>(items: readonly T[], limit: number, fn: (item: T) => Promise<void>): Promise<void> {
+  let next = 0;
+  const worker = async (): Promise<void> => {
+    while (next < items.length) await fn(items[next++]!);
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
 }
 
 function isRetriable(err: unknown): boolean {
-  if (isKmirrorError(err)) return err.code === 'CLUSTER_UNREACHABLE';
+  if (isKmirrorError(err)) return err.retryable && err.code !== 'LEASE_HELD';
   const e = err as { retriable?: boolean; name?: string };
   return e.retriable === true || e.name === 'KafkaJSConnectionError' || e.name === 'KafkaJSRequestTimeoutError' || e.name === 'KafkaJSConnectionClosedError';
 }

@@ -14,6 +14,9 @@ export interface PartitionLease {
   validUntil(): number;
   /** How often the copier renews, in ms (a fraction of the time to live). */
   readonly renewEveryMs: number;
+  /** How long after expiry another owner must still wait; the copier refuses a lease whose grace
+   *  does not exceed its produce timeout. */
+  readonly graceMs: number;
   /** Identifies the lease in errors and logs: no secrets. */
   readonly description: string;
 }

@@ -170,11 +170,13 @@ export function kafkaError(code: number): KafkaErrorInfo | undefined {
 
 // --- fetch ------------------------------------------------------------------------------------
 export interface FetchPartitionRequest {
+  readonly topic: string;
   readonly partition: number;
   readonly fetchOffset: bigint;
   readonly maxBytes: number;
 }
 export interface FetchedPartition {
+  readonly topic: string;
   readonly partition: number;
   readonly error?: KafkaErrorInfo;
   readonly highWatermark: bigint;
@@ -187,8 +189,18 @@ export interface FetchedPartition {
   readonly bytes: number;
 }
 
+/** Requests grouped by topic, in first-appearance order (the wire nests partitions under topics). */
+function byTopic<T extends { readonly topic: string }>(items: readonly T[]): Map<string, T[]> {
+  const out = new Map<string, T[]>();
+  for (const item of items) {
+    const list = out.get(item.topic);
+    if (list === undefined) out.set(item.topic, [item]);
+    else list.push(item);
+  }
+  return out;
+}
+
 function encodeFetch(req: {
-  topic: string;
   partitions: readonly FetchPartitionRequest[];
   maxWaitMs: number;
   minBytes: number;
@@ -202,11 +214,13 @@ function encodeFetch(req: {
     .int32(req.maxBytes)
     .int8(req.isolationLevel)
     .int32(0)
-    .int32(-1)
-    .int32(1)
-    .string(req.topic)
-    .int32(req.partitions.length);
-  for (const p of req.partitions) w.int32(p.partition).int32(-1).int64(p.fetchOffset).int64(-1n).int32(p.maxBytes);
+    .int32(-1);
+  const topics = byTopic(req.partitions);
+  w.int32(topics.size);
+  for (const [topic, partitions] of topics) {
+    w.string(topic).int32(partitions.length);
+    for (const p of partitions) w.int32(p.partition).int32(-1).int64(p.fetchOffset).int64(-1n).int32(p.maxBytes);
+  }
   return w.int32(0).string('').done();
 }
 
@@ -217,7 +231,7 @@ function decodeFetch(payload: Buffer): { errorCode: number; partitions: FetchedP
   r.int32(); // session id
   const partitions: FetchedPartition[] = [];
   r.array(() => {
-    r.string();
+    const topic = r.string() ?? '';
     r.array(() => {
       const partition = r.int32();
       const code = r.int16();
@@ -229,6 +243,7 @@ function decodeFetch(payload: Buffer): { errorCode: number; partitions: FetchedP
       const records = r.bytes();
       const error = kafkaError(code);
       partitions.push({
+        topic,
         partition,
         ...(error ? { error } : {}),
         highWatermark,
@@ -260,12 +275,14 @@ export class AbortedTransactions {
 
 // --- produce ----------------------------------------------------------------------------------
 export interface ProducePartitionRequest {
+  readonly topic: string;
   readonly partition: number;
   /** Exactly one record batch (Produce v3+ allows one per partition per request), possibly in
    *  chunks (a re-stamped header and the original records). */
   readonly batch: Buffer | readonly Buffer[];
 }
 export interface ProducedPartition {
+  readonly topic: string;
   readonly partition: number;
   readonly error?: KafkaErrorInfo;
   readonly errorMessage?: string;
@@ -273,9 +290,13 @@ export interface ProducedPartition {
   readonly logStartOffset: bigint;
 }
 
-function encodeProduce(req: { topic: string; partitions: readonly ProducePartitionRequest[]; acks: number; timeoutMs: number }): Buffer {
-  const w = new Writer().string(null).int16(req.acks).int32(req.timeoutMs).int32(1).string(req.topic).int32(req.partitions.length);
-  for (const p of req.partitions) w.int32(p.partition).bytes(Buffer.isBuffer(p.batch) ? [p.batch] : p.batch);
+function encodeProduce(req: { partitions: readonly ProducePartitionRequest[]; acks: number; timeoutMs: number }): Buffer {
+  const topics = byTopic(req.partitions);
+  const w = new Writer().string(null).int16(req.acks).int32(req.timeoutMs).int32(topics.size);
+  for (const [topic, partitions] of topics) {
+    w.string(topic).int32(partitions.length);
+    for (const p of partitions) w.int32(p.partition).bytes(Buffer.isBuffer(p.batch) ? [p.batch] : p.batch);
+  }
   return w.done();
 }
 
@@ -283,7 +304,7 @@ function decodeProduce(payload: Buffer): ProducedPartition[] {
   const r = new Reader(payload);
   const out: ProducedPartition[] = [];
   r.array(() => {
-    r.string();
+    const topic = r.string() ?? '';
     r.array(() => {
       const partition = r.int32();
       const code = r.int16();
@@ -293,7 +314,7 @@ function decodeProduce(payload: Buffer): ProducedPartition[] {
       const recordErrors = r.array(() => ({ index: r.int32(), message: r.string() }));
       const message = r.string() ?? recordErrors.map((e) => `batch ${e.index}: ${e.message ?? ''}`).join('; ');
       const error = kafkaError(code);
-      out.push({ partition, ...(error ? { error, errorMessage: message } : {}), baseOffset, logStartOffset });
+      out.push({ topic, partition, ...(error ? { error, errorMessage: message } : {}), baseOffset, logStartOffset });
     });
   });
   return out;
@@ -393,10 +414,9 @@ export class RawCluster {
     }
   }
 
-  /** Fetch from one leader. The partitions must all be led by `leader`. */
+  /** Fetch from one leader, any topics. The partitions must all be led by `leader`. */
   async fetch(req: {
     leader: number;
-    topic: string;
     partitions: readonly FetchPartitionRequest[];
     maxWaitMs: number;
     minBytes?: number;
@@ -415,10 +435,9 @@ export class RawCluster {
     return result.partitions;
   }
 
-  /** Produce one batch per partition to one leader; returns the broker-assigned base offsets. */
+  /** Produce one batch per partition to one leader, any topics; returns the broker-assigned base offsets. */
   async produce(req: {
     leader: number;
-    topic: string;
     partitions: readonly ProducePartitionRequest[];
     acks?: number;
     timeoutMs?: number;
@@ -460,12 +479,30 @@ export class RawCluster {
     return groups;
   }
 
+  /**
+   * Run `op` over the partitions grouped by their leader. A leader's retriable answer (NOT_LEADER
+   * right after a create or a leader move, LEADER_NOT_AVAILABLE, a request timeout) re-reads the
+   * topic's metadata and tries once more, so every caller gets the same one retry; a second failure
+   * (or a final one) is thrown.
+   */
+  private async atLeaders<T>(topic: string, partitions: Iterable<number>, op: (broker: InternalBroker, partitions: number[]) => Promise<T>): Promise<T[]> {
+    const all = [...partitions];
+    for (let attempt = 0; ; attempt++) {
+      try {
+        const groups = await this.byLeader(topic, all);
+        return await Promise.all([...groups].map(async ([leader, ps]) => op(await this.broker(leader), ps)));
+      } catch (err) {
+        if (attempt > 0 || !isRetriableAnswer(err)) throw err;
+        await this.partitions(topic, true);
+      }
+    }
+  }
+
   /** DeleteRecords at the leaders: each partition's log start moves up to the given offset. */
   async deleteRecords(topic: string, before: ReadonlyMap<number, bigint>): Promise<void> {
-    for (const [leader, ps] of await this.byLeader(topic, before.keys())) {
-      const broker = await this.broker(leader);
-      await broker.deleteRecords({ topics: [{ topic, partitions: ps.map((partition) => ({ partition, offset: before.get(partition)!.toString() })) }] });
-    }
+    await this.atLeaders(topic, before.keys(), (broker, ps) =>
+      broker.deleteRecords({ topics: [{ topic, partitions: ps.map((partition) => ({ partition, offset: before.get(partition)!.toString() })) }] }),
+    );
   }
 
   /**
@@ -474,8 +511,7 @@ export class RawCluster {
    */
   async listOffsets(topic: string, partitions: readonly number[], which: 'earliest' | 'latest', isolationLevel: number = IsolationLevel.READ_UNCOMMITTED): Promise<Map<number, bigint>> {
     const out = new Map<number, bigint>();
-    for (const [leader, ps] of await this.byLeader(topic, partitions)) {
-      const broker = await this.broker(leader);
+    await this.atLeaders(topic, partitions, async (broker, ps) => {
       const result = await broker.listOffsets({
         replicaId: -1,
         isolationLevel,
@@ -484,11 +520,30 @@ export class RawCluster {
       for (const response of result.responses) {
         for (const p of response.partitions) {
           const error = kafkaError(p.errorCode);
-          if (error) throw new KmirrorError('CLUSTER_UNREACHABLE', `list offsets ${topic}-${p.partition}: ${error.type}`, { kafkaError: error.type });
+          if (error) throw new KafkaAnswerError(`list offsets ${topic}-${p.partition}: ${error.type}`, error);
           out.set(p.partition, BigInt(p.offset));
         }
       }
-    }
+    });
     return out;
   }
+}
+
+/** A broker's per-partition error answer, as thrown inside RawCluster (mapped by callers). */
+export class KafkaAnswerError extends KmirrorError {
+  override readonly name = 'KafkaAnswerError';
+  constructor(
+    message: string,
+    readonly kafka: KafkaErrorInfo,
+  ) {
+    super(kafka.retriable ? 'CLUSTER_UNREACHABLE' : kafka.type.includes('AUTHORIZATION') ? 'CLUSTER_MIRROR_AUTHORIZATION_FAILED' : 'KAFKA_ERROR', message, { kafkaError: kafka.type });
+  }
+}
+
+/** A retriable per-partition answer (ours, or kafkajs' errors with `retriable` or per-partition ones). */
+function isRetriableAnswer(err: unknown): boolean {
+  if (err instanceof KafkaAnswerError) return err.kafka.retriable;
+  const e = err as { retriable?: boolean; partitions?: { error?: { retriable?: boolean } }[] };
+  if (e.retriable === true) return true;
+  return Array.isArray(e.partitions) && e.partitions.some((p) => p.error?.retriable === true);
 }

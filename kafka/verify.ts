@@ -29,8 +29,7 @@ export async function* readCommitted(cluster: RawCluster, topic: string, partiti
     const leader = await cluster.leaderOf(topic, partition);
     const [fetched] = await cluster.fetch({
       leader,
-      topic,
-      partitions: [{ partition, fetchOffset: next, maxBytes: 4 * 1024 * 1024 }],
+      partitions: [{ topic, partition, fetchOffset: next, maxBytes: 4 * 1024 * 1024 }],
       maxWaitMs: 100,
       maxBytes: 4 * 1024 * 1024,
       isolationLevel: IsolationLevel.READ_COMMITTED,

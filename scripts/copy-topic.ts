@@ -57,12 +57,11 @@ const results = await Promise.all(
   groups.map((partitions, i) =>
     copy({
       ...sessions[i % sessions.length]!,
-      topic: args.topic,
-      partitions,
+      assignments: [{ topic: args.topic, partitions }],
       budget,
       signal: stop.signal,
       untilCaughtUp: args.untilCaughtUp,
-      lease: createPartitionLease(db, { mirror: 'test', topic: args.topic, partitions, owner: `${args.owner}-${i}`, ttlMs: args.ttlMs, graceMs: args.graceMs, pollMs: 50 }),
+      lease: createPartitionLease(db, { mirror: 'test', assignments: [{ topic: args.topic, partitions }], owner: `${args.owner}-${i}`, ttlMs: args.ttlMs, graceMs: args.graceMs, pollMs: 50 }),
       ...(args.options ? { options: args.options } : {}),
     }),
   ),

@@ -62,10 +62,9 @@ const started = Date.now();
 const result = await copy({
   source,
   destination: dest,
-  topic,
-  partitions,
+  assignments: [{ topic, partitions }],
   budget: new ByteBudget(32 * 1024 * 1024),
-  lease: createPartitionLease(db, { mirror: 'demo', topic, partitions, owner: `demo-${process.pid}`, ttlMs: 10_000, graceMs: 15_000 }),
+  lease: createPartitionLease(db, { mirror: 'demo', assignments: [{ topic, partitions }], owner: `demo-${process.pid}`, ttlMs: 10_000, graceMs: 15_000 }),
   signal: AbortSignal.timeout(120_000),
   untilCaughtUp: true,
 });

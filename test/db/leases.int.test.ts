@@ -83,7 +83,8 @@ describe('partition leases', () => {
 
 describe('createPartitionLease (the copier interface)', () => {
   it('waits for the holder to release, tracks validUntil, and reports LEASE_LOST once fenced', async () => {
-    const where = target([0, 1]);
+    const t0 = target([0, 1]);
+    const where = { mirror: t0.mirror, assignments: [{ topic: t0.topic, partitions: t0.partitions }] };
     const first: PartitionLease = createPartitionLease(t.db, { ...where, owner: 'copier-1', ...short, pollMs: 50 });
     const second: PartitionLease = createPartitionLease(t.db, { ...where, owner: 'copier-2', ttlMs: 1_000, graceMs: 300, pollMs: 50 });
     const before = Date.now();
@@ -113,5 +114,22 @@ describe('createPartitionLease (the copier interface)', () => {
     expect(Date.now() - waitedFrom).toBeGreaterThanOrEqual(800);
     await expect(second.renew()).rejects.toMatchObject({ code: 'LEASE_LOST' });
     expect(second.validUntil()).toBe(0);
+  }, 30_000);
+
+  it('leases several topics all or none: an owner of one of them keeps the whole set waiting', async () => {
+    const mirror = randomName('m');
+    const both = createPartitionLease(t.db, { mirror, assignments: [{ topic: 'b', partitions: [0] }, { topic: 'a', partitions: [0, 1] }], owner: 'both', ...short, pollMs: 50 });
+    const onlyB = createPartitionLease(t.db, { mirror, assignments: [{ topic: 'b', partitions: [0] }], owner: 'only-b', ...short, pollMs: 50 });
+    const onlyA = createPartitionLease(t.db, { mirror, assignments: [{ topic: 'a', partitions: [1] }], owner: 'only-a', ...short, pollMs: 50 });
+    expect(both.description).toContain('2 topics (3 partitions)');
+    await onlyB.acquire(AbortSignal.timeout(5_000));
+    // 'both' cannot take topic a either while b is held: nothing is acquired partially.
+    await expect(both.acquire(AbortSignal.timeout(300))).rejects.toMatchObject({ name: 'TimeoutError' });
+    await onlyA.acquire(AbortSignal.timeout(1_000));
+    await onlyA.release();
+    await onlyB.release();
+    await both.acquire(AbortSignal.timeout(5_000));
+    await both.renew();
+    await both.release();
   }, 30_000);
 });

@@ -33,10 +33,11 @@ describe('exactly once across crashes', () => {
       owner: 'crashy',
       untilCaughtUp: false,
       ttlMs: 1_000,
-      graceMs: 300,
+      // The grace must exceed the produce timeout (the copier refuses otherwise): short both.
+      graceMs: 700,
       budgetBytes: 4 * 1024 * 1024,
       copiers: 2,
-      options: { partitionMaxBytes: 16 * 1024, fetchMaxBytes: 64 * 1024 },
+      options: { partitionMaxBytes: 16 * 1024, fetchMaxBytes: 64 * 1024, produceTimeoutMs: 500 },
     };
     const progress: bigint[] = [];
     for (let kill = 0; kill < 20; kill++) {
@@ -85,7 +86,7 @@ describe('bounded memory', () => {
         graceMs: 1_000,
         budgetBytes,
         copiers: 20,
-        options: { partitionMaxBytes: 64 * 1024, fetchMaxBytes: 1024 * 1024 },
+        options: { partitionMaxBytes: 64 * 1024, fetchMaxBytes: 1024 * 1024, produceTimeoutMs: 800 },
       },
       ['--expose-gc'],
     );

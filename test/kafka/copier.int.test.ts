@@ -4,6 +4,10 @@ import { CompressionTypes } from 'kafkajs';
 import { sql } from 'kysely';
 import { ByteBudget } from '../../kafka/budget.ts';
 import { IsolationLevel } from '../../kafka/protocol.ts';
+import { ALIGNMENT_HEADER, copy, type MirroredPosition } from '../../kafka/copier.ts';
+import { recordChecksum } from '../../kafka/verify.ts';
+import { decodeRecords, encodeBatch } from '../../kafka/wire.ts';
+import { createPartitionLease } from '../../db/leases.ts';
 import { allPartitions as all, messages, sendAll, useMirrorFixture, type MirrorFixture } from '../support/mirror-fixture.ts';
 import { randomName } from '../support/stack.ts';
 
@@ -72,6 +76,64 @@ describe('offsets and fidelity', () => {
     expect(result.partitions[1]).toMatchObject({ status: 'stopped', nextOffset: 101n });
   });
 
+  it('a foreign write made while no copier ran is caught when copying resumes, not adopted', async () => {
+    const topic = await f.topicPair({ partitions: 2 });
+    const producer = await f.producer();
+    await sendAll(producer, topic, messages(200, 2));
+    expect((await f.copy({ topic, partitions: all(2), untilCaughtUp: true })).partitions.map((p) => p.nextOffset)).toEqual([100n, 100n]);
+    // While no copier runs, something writes one record into partition 0 of the mirror topic; the
+    // source then grows past it, so the destination's end (101) is still below the source's (110).
+    const intruder = f.destKafka.producer();
+    await intruder.connect();
+    await intruder.send({ topic, messages: [{ partition: 0, key: 'foreign', value: 'x' }] });
+    await intruder.disconnect();
+    await sendAll(producer, topic, messages(20, 2, { from: 200 }));
+    const result = await f.copy({ topic, partitions: all(2), untilCaughtUp: true });
+    expect(result.partitions[0]).toMatchObject({ status: 'failed', nextOffset: 101n, error: { code: 'OFFSET_DIVERGENCE', details: { topic, partition: 0, offset: '100' } } });
+    expect(result.partitions[1]).toMatchObject({ status: 'caught-up', nextOffset: 110n });
+    expect(await f.dest.listOffsets(topic, [0], 'latest')).toEqual(new Map([[0, 101n]]));
+  });
+
+  it('copies several topics in one copier (one fetch and one produce request per leader)', async () => {
+    const a = await f.topicPair({ partitions: 2 });
+    const b = await f.topicPair({ partitions: 3 });
+    const producer = await f.producer();
+    await sendAll(producer, a, messages(400, 2));
+    await sendAll(producer, b, messages(600, 3, { from: 1_000 }));
+    const positions: MirroredPosition[] = [];
+    const result = await copy({
+      source: f.source,
+      destination: f.dest,
+      assignments: [
+        { topic: a, partitions: all(2) },
+        { topic: b, partitions: all(3) },
+      ],
+      budget: new ByteBudget(8 * 1024 * 1024),
+      lease: createPartitionLease(f.db, { mirror: 'test', assignments: [{ topic: a, partitions: all(2) }, { topic: b, partitions: all(3) }], owner: randomName('o'), ttlMs: 3_000, graceMs: 11_000 }),
+      signal: new AbortController().signal,
+      untilCaughtUp: true,
+      positions: { everyMs: 60_000, record: async (p) => void positions.push(...p) },
+    });
+    expect(result.partitions.map((p) => [p.topic, p.partition, p.status, p.nextOffset])).toEqual([
+      [a, 0, 'caught-up', 200n],
+      [a, 1, 'caught-up', 200n],
+      [b, 0, 'caught-up', 200n],
+      [b, 1, 'caught-up', 200n],
+      [b, 2, 'caught-up', 200n],
+    ]);
+    for (const v of [...(await f.verifyAll(a, all(2))), ...(await f.verifyAll(b, all(3)))]) expect(v).toMatchObject({ equal: true, recordsCompared: 200 });
+    // The final positions name each partition's end and the checksum of its last record.
+    expect(positions.map((p) => [p.topic, p.partition, p.offset])).toEqual(result.partitions.map((p) => [p.topic, p.partition, 200n]));
+    const [fetched] = await f.source.fetch({ leader: await f.source.leaderOf(b, 2), partitions: [{ topic: b, partition: 2, fetchOffset: 199n, maxBytes: 1 << 20 }], maxWaitMs: 0, maxBytes: 1 << 20, isolationLevel: IsolationLevel.READ_COMMITTED });
+    const last = fetched!.batches.flatMap((batch) => decodeRecords(batch)).find((r) => r.offset === 199n);
+    expect(positions.find((p) => p.topic === b && p.partition === 2)?.checksum).toBe(recordChecksum(last!));
+  });
+
+  it('refuses a lease whose grace does not exceed the produce timeout', async () => {
+    const topic = await f.topicPair();
+    await expect(f.copy({ topic, partitions: [0], lease: f.lease(topic, [0], { graceMs: 1_000 }), options: { produceTimeoutMs: 1_000 } })).rejects.toMatchObject({ code: 'INVALID_CONFIG' });
+  });
+
   it('refuses to start when the destination already ends beyond the source', async () => {
     const topic = await f.topicPair();
     const intruder = f.destKafka.producer();
@@ -100,6 +162,52 @@ describe('alignment', () => {
     expect(result.stats.fillerRecords).toBe(300_100);
     // The figure the issue asks for: filler offsets per second.
     console.log(`RESULT alignment_fill_offsets_per_s=${Math.round(result.stats.fillerRecords / (result.stats.fillMs / 1000))} offsets/s (${result.stats.fillerRecords} offsets in ${result.stats.fillMs} ms)`);
+  });
+
+  it('finishes an alignment interrupted before its DeleteRecords (fillers never stay visible)', async () => {
+    const topic = await f.topicPair();
+    const producer = await f.producer();
+    await sendAll(producer, topic, messages(2_000, 1));
+    await f.source.deleteRecords(topic, new Map([[0, 1_500n]]));
+    // What a copier that died between its fillers and its DeleteRecords leaves behind.
+    const stamp = await f.dest.initProducerId();
+    const filler = { timestamp: -1n, key: null, value: null, headers: [] };
+    const fillers = [...Array.from({ length: 1_499 }, () => filler), { ...filler, headers: [{ key: ALIGNMENT_HEADER, value: Buffer.from('1500') }] }];
+    const [produced] = await f.dest.produce({ leader: await f.dest.leaderOf(topic, 0), partitions: [{ topic, partition: 0, batch: encodeBatch(fillers, { ...stamp, baseSequence: 0 }) }] });
+    expect(produced).toMatchObject({ baseOffset: 0n });
+    expect(await f.dest.listOffsets(topic, [0], 'earliest')).toEqual(new Map([[0, 0n]]));
+    const result = await f.copy({ topic, partitions: [0], untilCaughtUp: true });
+    expect(result.partitions[0]).toMatchObject({ status: 'caught-up', nextOffset: 2_000n });
+    expect(result.stats.alignmentsFinished).toBe(1);
+    expect(await f.dest.listOffsets(topic, [0], 'earliest')).toEqual(new Map([[0, 1_500n]]));
+    const [v] = await f.verifyAll(topic, [0]);
+    expect(v).toMatchObject({ equal: true, recordsCompared: 500 });
+  });
+
+  it('leaves mirrored records below a source log start that retention moved later', async () => {
+    const topic = await f.topicPair();
+    const producer = await f.producer();
+    await sendAll(producer, topic, messages(300, 1));
+    await f.copy({ topic, partitions: [0], untilCaughtUp: true });
+    await f.source.deleteRecords(topic, new Map([[0, 200n]]));
+    await sendAll(producer, topic, messages(10, 1, { from: 300 }));
+    const result = await f.copy({ topic, partitions: [0], untilCaughtUp: true });
+    expect(result.partitions[0]).toMatchObject({ status: 'caught-up', nextOffset: 310n });
+    expect(result.partitions[0]!.skipped).toBeUndefined();
+    expect(result.stats.alignmentsFinished).toBe(0);
+    expect(await f.dest.listOffsets(topic, [0], 'earliest')).toEqual(new Map([[0, 0n]]));
+  });
+
+  it('reports the offsets retention removed before they were mirrored', async () => {
+    const topic = await f.topicPair();
+    const producer = await f.producer();
+    await sendAll(producer, topic, messages(100, 1));
+    await f.copy({ topic, partitions: [0], untilCaughtUp: true });
+    await sendAll(producer, topic, messages(100, 1, { from: 100 }));
+    await f.source.deleteRecords(topic, new Map([[0, 150n]]));
+    const result = await f.copy({ topic, partitions: [0], untilCaughtUp: true });
+    expect(result.partitions[0]).toMatchObject({ status: 'caught-up', nextOffset: 200n, skipped: { from: 100n, to: 150n } });
+    expect(await f.dest.listOffsets(topic, [0], 'earliest')).toEqual(new Map([[0, 150n]]));
   });
 });
 
@@ -151,8 +259,7 @@ describe('gaps are halted, never shifted', () => {
           await producer.send({ topic, messages: [{ key: 'roll', value: 'r' }] });
           const [p] = await f.source.fetch({
             leader: await f.source.leaderOf(topic, 0),
-            topic,
-            partitions: [{ partition: 0, fetchOffset: 0n, maxBytes: 1 << 20 }],
+            partitions: [{ topic, partition: 0, fetchOffset: 0n, maxBytes: 1 << 20 }],
             maxWaitMs: 10,
             maxBytes: 1 << 20,
             isolationLevel: IsolationLevel.READ_COMMITTED,

@@ -28,10 +28,17 @@ export interface MirrorFixture {
   /** Create `topic` on both clusters (same partitions; configs on the source, destConfigs on the destination). */
   topicPair(opts?: { partitions?: number; configs?: Record<string, string>; destConfigs?: Record<string, string> }): Promise<string>;
   lease(topic: string, partitions: readonly number[], opts?: { owner?: string; ttlMs?: number; graceMs?: number }): PartitionLease;
-  copy(req: Omit<CopyRequest, 'source' | 'destination' | 'budget' | 'lease' | 'signal'> & Partial<Pick<CopyRequest, 'budget' | 'lease' | 'signal'>>): Promise<CopyResult>;
+  /** copy() on one topic with test defaults: a produce timeout of 2 s under a lease grace of 2.5 s. */
+  copy(
+    req: { topic: string; partitions: readonly number[] } & Omit<CopyRequest, 'source' | 'destination' | 'assignments' | 'budget' | 'lease' | 'signal'> &
+      Partial<Pick<CopyRequest, 'budget' | 'lease' | 'signal'>>,
+  ): Promise<CopyResult>;
   verifyAll(topic: string, partitions: readonly number[]): Promise<PartitionVerification[]>;
   close(): Promise<void>;
 }
+
+/** The copier's produce timeout in tests: short, so a lease takeover need not wait 10 s. */
+export const TEST_PRODUCE_TIMEOUT_MS = 2_000;
 
 export async function mirrorFixture(): Promise<MirrorFixture> {
   const sourceKafka = createKafka(sourceConnection(), testClientOptions);
@@ -74,22 +81,23 @@ export async function mirrorFixture(): Promise<MirrorFixture> {
     lease(topic, partitions, opts = {}) {
       return createPartitionLease(db, {
         mirror: 'test',
-        topic,
-        partitions,
+        assignments: [{ topic, partitions }],
         owner: opts.owner ?? randomName('owner'),
         ttlMs: opts.ttlMs ?? 3_000,
-        graceMs: opts.graceMs ?? 500,
+        graceMs: opts.graceMs ?? TEST_PRODUCE_TIMEOUT_MS + 500,
         pollMs: 100,
       });
     },
-    copy(req) {
+    copy({ topic, partitions, ...req }) {
       return copy({
         source,
         destination: dest,
+        assignments: [{ topic, partitions }],
         budget: req.budget ?? new ByteBudget(32 * 1024 * 1024),
-        lease: req.lease ?? fixture.lease(req.topic, req.partitions),
+        lease: req.lease ?? fixture.lease(topic, partitions),
         signal: req.signal ?? new AbortController().signal,
         ...req,
+        options: { produceTimeoutMs: TEST_PRODUCE_TIMEOUT_MS, ...req.options },
       });
     },
     async verifyAll(topic, partitions) {
