@@ -2,10 +2,17 @@
 // (STYLE 14). Every variable is documented in .env.example. A secret can be given inline (NAME) or
 // as a path to a file that holds it (NAME_FILE, as the local stack and Docker secrets do).
 import { existsSync, readFileSync } from 'node:fs';
-import { resolve } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { parseEnv } from 'node:util';
 import { KmirrorError } from './domain/errors.ts';
-import { stackDir } from './scripts/stack/topology.ts';
+
+/** The checkout this file lives in (config.ts sits at the project root). */
+export const projectRoot = dirname(fileURLToPath(import.meta.url));
+/** The local stack's state folder (data, logs, pids, generated credentials, its env file): per
+ *  checkout, never committed. KMIRROR_STACK_DIR overrides it. Defined here, not in scripts/, so
+ *  config is parsed without importing scripts/ (DESIGN 2); scripts/stack/topology.ts re-exports it. */
+export const stackDir = process.env.KMIRROR_STACK_DIR ? resolve(process.env.KMIRROR_STACK_DIR) : join(projectRoot, '.stack');
 
 export interface Config {
   readonly databaseUrl: string;

@@ -11,8 +11,8 @@ import { realpathSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { createPingActivities } from './activities/ping.ts';
 import { loadConfig, withEnvFile, type Config, type Env } from './config.ts';
-import { printError } from './cli/output.ts';
 import { KmirrorError } from './domain/errors.ts';
+import { printError } from './errors-output.ts';
 import { createLogger, type Logger } from './log.ts';
 
 const SHUTDOWN_GRACE = '10 seconds';

@@ -1,34 +1,3 @@
-// How the CLI (and `npm start`) report a failure. Human form on stderr: `error <CODE>: <message>`;
-// with --json one object on stdout: {"error":{"code":"<CODE>","message":"<message>"}}. Codes come
-// from domain/errors.ts; anything that is not a KmirrorError is reported as INTERNAL. Messages pass
-// through the log redaction, so a credential quoted by a lower layer is not printed.
-import { isKmirrorError, type ErrorCode } from '../domain/errors.ts';
-import { redactString } from '../log.ts';
-
-export interface ErrorBody {
-  readonly code: ErrorCode;
-  readonly message: string;
-}
-
-export function errorBody(err: unknown): ErrorBody {
-  if (isKmirrorError(err)) return { code: err.code, message: redactString(err.message) };
-  const message = err instanceof Error ? err.message : String(err);
-  return { code: 'INTERNAL', message: redactString(message) };
-}
-
-export interface Output {
-  readonly stdout: (text: string) => void;
-  readonly stderr: (text: string) => void;
-}
-
-export const processOutput: Output = {
-  stdout: (text) => void process.stdout.write(text),
-  stderr: (text) => void process.stderr.write(text),
-};
-
-export function printError(err: unknown, opts: { json: boolean; output?: Output }): void {
-  const output = opts.output ?? processOutput;
-  const body = errorBody(err);
-  if (opts.json) output.stdout(`${JSON.stringify({ error: body })}\n`);
-  else output.stderr(`error ${body.code}: ${body.message}\n`);
-}
+// How the CLI reports a failure: the shared error output (errors-output.ts, also used by the
+// worker's entry point), re-exported where the CLI's commands look for it.
+export { errorBody, printError, processOutput, type ErrorBody, type Output } from '../errors-output.ts';

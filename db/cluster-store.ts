@@ -4,7 +4,7 @@
 import { decideCluster, evolveCluster } from '../domain/cluster.ts';
 import { KmirrorError } from '../domain/errors.ts';
 import { clusterStreamId } from '../domain/events.ts';
-import { describeConnection, type ClusterConnection, type ConnectionDescription } from '../kafka/connection.ts';
+import { describeConnection, type ClusterConnection, type ConnectionDescription } from '../domain/connection.ts';
 import type { Db, Trx } from './database.ts';
 import { handleCommand, type CommandResult } from './command-handler.ts';
 import type { EventMetadata } from './event-store/types.ts';

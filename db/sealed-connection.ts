@@ -5,7 +5,7 @@
 // opening with a different key fails with an error that says so instead of "bad tag".
 import { createCipheriv, createDecipheriv, createHmac, randomBytes } from 'node:crypto';
 import { KmirrorError } from '../domain/errors.ts';
-import type { ClusterConnection } from '../kafka/connection.ts';
+import type { ClusterConnection } from '../domain/connection.ts';
 
 export interface SealedConnection {
   readonly keyId: string;

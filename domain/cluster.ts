@@ -5,7 +5,7 @@ import { KmirrorError } from './errors.ts';
 import { assertClusterName } from './names.ts';
 import type { ClusterCommand } from './commands.ts';
 import type { ClusterEvent } from './events.ts';
-import type { ConnectionDescription } from '../kafka/connection.ts';
+import type { ConnectionDescription } from './connection.ts';
 
 export interface Cluster {
   readonly name: string;

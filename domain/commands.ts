@@ -1,6 +1,6 @@
 // Commands: imperative requests that decide() checks against the charts before any event exists.
 // Offsets are bigint here (inside TypeScript); the events they produce carry decimal strings.
-import type { ConnectionDescription } from '../kafka/connection.ts';
+import type { ConnectionDescription } from './connection.ts';
 import type { LastMirrored, RetryTrigger, StopMode } from '../machines/partition.ts';
 
 /** Which partitions a command is about: every partition of the mirror, or topics (all their
@@ -61,6 +61,9 @@ export interface RecordLastMirrored {
   readonly type: 'RecordLastMirrored';
   readonly mirror: string;
   readonly positions: readonly ({ readonly topic: string; readonly partition: number } & LastMirrored)[];
+  /** Drop the positions the chart refuses instead of refusing the command (the copy activities'
+   *  periodic recording races with operations that change partition states). */
+  readonly skipRefused?: boolean;
 }
 
 export interface DeleteMirror {

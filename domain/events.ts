@@ -1,7 +1,7 @@
 // Domain events: past tense, plain JSON (they are hashed, stored as jsonb and may cross Temporal).
 // Offsets are decimal strings. No event carries a credential: a cluster's connection appears only as
 // its non-secret description. docs/events.md documents every type and its JSON shape.
-import type { ConnectionDescription } from '../kafka/connection.ts';
+import type { ConnectionDescription } from './connection.ts';
 import type { RetryTrigger, StopMode } from '../machines/partition.ts';
 
 export interface Event<Type extends string, Data extends object> {

@@ -205,6 +205,15 @@ function decideRecord(command: RecordLastMirrored, state: Mirror): MirrorEvent[]
       data: { topic: p.topic, partition: p.partition, offset: p.offset.toString(), leaderEpoch: p.leaderEpoch, checksum: p.checksum },
     });
   }
+  if (command.skipRefused === true) {
+    // The copy activities record positions while operations change partition states: a position
+    // the chart refuses now (a partition meanwhile FAILED, or recorded further already) is dropped.
+    return checked(
+      'RecordLastMirrored',
+      state,
+      events.filter((e) => stepPartition(state.topics.get(e.data.topic)!.partitions[e.data.partition]!, chartEventOf(e)) !== undefined),
+    );
+  }
   return checked('RecordLastMirrored', state, events);
 }
 

@@ -5,7 +5,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { kafkaJava } from '../../scripts/stack/kafka.ts';
 import { stackDir } from '../../scripts/stack/topology.ts';
-import type { ClusterConnection } from '../../kafka/connection.ts';
+import type { ClusterConnection } from '../../domain/connection.ts';
 
 const benchDir = join(stackDir, 'bench');
 

@@ -1,7 +1,7 @@
 // The clusters projection: one row per registered cluster, with the connection's non-secret
 // description. Shared by the live path and rebuildProjections.
 import type { Cluster } from '../../domain/cluster.ts';
-import type { ConnectionDescription } from '../../kafka/connection.ts';
+import type { ConnectionDescription } from '../../domain/connection.ts';
 import type { Db, Trx } from '../database.ts';
 import { clusterStreamId } from '../../domain/events.ts';
 

@@ -1,10 +1,13 @@
 // Kafka part of the local stack: the source cluster (one KRaft node, PLAINTEXT) and the destination
 // cluster (1..3 KRaft nodes in combined mode, secured like a real one: SASL_PLAINTEXT/PLAIN on every
-// listener and the StandardAuthorizer). Jars come from Maven Central through Maven.
+// listener and the StandardAuthorizer; `app` gets an application's grants). Jars come from Maven
+// Central through Maven.
 import { randomBytes } from 'node:crypto';
 import { existsSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { createKafka, type ClusterConnection } from '../../kafka/connection.ts';
+import kafkajs, { type AclEntry } from 'kafkajs';
+import type { ClusterConnection } from '../../domain/connection.ts';
+import { createKafka } from '../../kafka/connection.ts';
 import { ensureDir, prerequisite, requireCommand, requirePortsFree, run, runningPid, spawnDaemon, stopDaemon, waitUntil } from './proc.ts';
 import { ensureSecret, ensureStackSecrets, secretsDir } from './secrets.ts';
 import {
@@ -19,6 +22,9 @@ import {
   projectRoot,
   stackDir,
 } from './topology.ts';
+
+// kafkajs is CommonJS and Node's named-export detection misses its ACL enums: take them from the default export.
+const { AclOperationTypes, AclPermissionTypes, AclResourceTypes, ResourcePatternTypes } = kafkajs;
 
 export const kafkaLibs = join(cacheDir, `kafka-${KAFKA_VERSION}`, 'libs');
 const kafkaDir = join(stackDir, 'kafka');
@@ -226,6 +232,63 @@ async function clusterAnswers(cluster: ClusterName, nodeCount: number): Promise<
   }
 }
 
+/** What an ordinary application may do on the destination, granted to the `app` user: read, write,
+ *  describe and create every topic, read and describe every group (LITERAL '*', ALLOW, any host). */
+const appGrant = (resourceType: AclEntry['resourceType'], operation: AclEntry['operation']): AclEntry => ({
+  resourceType,
+  resourceName: '*',
+  resourcePatternType: ResourcePatternTypes.LITERAL,
+  principal: `User:${DEST_APP_USER}`,
+  host: '*',
+  operation,
+  permissionType: AclPermissionTypes.ALLOW,
+});
+const appGrants: readonly AclEntry[] = [
+  appGrant(AclResourceTypes.TOPIC, AclOperationTypes.READ),
+  appGrant(AclResourceTypes.TOPIC, AclOperationTypes.WRITE),
+  appGrant(AclResourceTypes.TOPIC, AclOperationTypes.DESCRIBE),
+  appGrant(AclResourceTypes.TOPIC, AclOperationTypes.CREATE),
+  appGrant(AclResourceTypes.GROUP, AclOperationTypes.READ),
+  appGrant(AclResourceTypes.GROUP, AclOperationTypes.DESCRIBE),
+];
+
+/** Create the `app` user's grants that the destination lacks (as the kmirror super user); returns
+ *  how many were created. Idempotent: existing ACLs are described first and not created again. */
+export async function ensureDestAppAcls(nodeCount: number): Promise<number> {
+  const admin = createKafka(connectionFor('dest', nodeCount), { retries: 3 }).admin();
+  await admin.connect();
+  try {
+    const existing = await admin.describeAcls({
+      resourceType: AclResourceTypes.ANY,
+      resourceName: '*',
+      resourcePatternType: ResourcePatternTypes.LITERAL,
+      principal: `User:${DEST_APP_USER}`,
+      host: '*',
+      operation: AclOperationTypes.ANY,
+      permissionType: AclPermissionTypes.ALLOW,
+    });
+    const missing = appGrants.filter(
+      (grant) =>
+        !existing.resources.some(
+          (r) =>
+            r.resourceType === grant.resourceType &&
+            r.resourceName === grant.resourceName &&
+            r.resourcePatternType === grant.resourcePatternType &&
+            r.acls.some((a) => a.principal === grant.principal && a.host === grant.host && a.operation === grant.operation && a.permissionType === grant.permissionType),
+        ),
+    );
+    if (missing.length > 0) await admin.createAcls({ acl: [...missing] });
+    return missing.length;
+  } finally {
+    await admin.disconnect();
+  }
+}
+
+async function grantApp(nodeCount: number, log: (line: string) => void): Promise<void> {
+  const created = await ensureDestAppAcls(nodeCount);
+  if (created > 0) log(`kafka dest: granted ${DEST_APP_USER} ${created} ACL(s) (topics: read/write/describe/create; groups: read/describe)`);
+}
+
 export async function startCluster(cluster: ClusterName, nodeCount: number, log: (line: string) => void): Promise<void> {
   const nodes = nodesOf(cluster, nodeCount);
   if (cluster === 'dest') {
@@ -242,6 +305,7 @@ export async function startCluster(cluster: ClusterName, nodeCount: number, log:
   }
   if (nodes.every((n) => runningPid(pidFile(n)) !== undefined)) {
     await waitUntil(`kafka ${cluster}`, () => clusterAnswers(cluster, nodeCount), { timeoutMs: 60_000, logFile: logFile(nodes[0]!) });
+    if (cluster === 'dest') await grantApp(nodeCount, log);
     return;
   }
   ensureKafkaJars(log);
@@ -272,6 +336,7 @@ export async function startCluster(cluster: ClusterName, nodeCount: number, log:
     logFile: logFile(nodes[0]!),
     ...(firstPid ? { pid: firstPid } : {}),
   });
+  if (cluster === 'dest') await grantApp(nodeCount, log);
 }
 
 export async function stopCluster(cluster: ClusterName): Promise<number> {

@@ -2,9 +2,11 @@
 // docker-compose.yml must describe the same topology; test/scripts/compose.unit.test.ts checks it.
 import { homedir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { projectRoot, stackDir } from '../../config.ts';
 
-export const projectRoot = resolve(fileURLToPath(new URL('../..', import.meta.url)));
+// projectRoot and stackDir (KMIRROR_STACK_DIR or <project root>/.stack) are defined by config.ts,
+// which reads the stack's env file and must not import scripts/: the dependency points this way.
+export { projectRoot, stackDir };
 
 /** Kafka 4.4.0 is the newest 4.x on Maven Central, but its connect-mirror jar (MirrorMaker 2, the
  *  benchmark reference) is not served there; 4.3.1 is the newest version with every jar we need.
@@ -31,10 +33,6 @@ export function destControllerPort(node: number): number {
   return ports.dest.controller + 100 * node;
 }
 
-/** Stack state (data, logs, pids, generated credentials): per checkout, never committed. */
-export const stackDir = process.env.KMIRROR_STACK_DIR
-  ? resolve(process.env.KMIRROR_STACK_DIR)
-  : join(projectRoot, '.stack');
 /** Downloaded artifacts (Kafka jars): shared between checkouts so a fresh clone starts warm. */
 export const cacheDir = process.env.KMIRROR_CACHE_DIR
   ? resolve(process.env.KMIRROR_CACHE_DIR)

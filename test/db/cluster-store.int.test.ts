@@ -6,7 +6,7 @@ import { changeClusterConnection, describeCluster, listClusters, readClusterConn
 import { executeMirrorCommand } from '../../db/mirror-store.ts';
 import { describeMirror } from '../../db/projections/describe-mirror.ts';
 import { parseSecretKey } from '../../config.ts';
-import type { ClusterConnection } from '../../kafka/connection.ts';
+import type { ClusterConnection } from '../../domain/connection.ts';
 import { migratedDatabase, type TestDatabase } from './fixture.ts';
 
 let t: TestDatabase;

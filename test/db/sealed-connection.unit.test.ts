@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { randomBytes } from 'node:crypto';
 import { keyId, openConnection, sealConnection } from '../../db/sealed-connection.ts';
-import type { ClusterConnection } from '../../kafka/connection.ts';
+import type { ClusterConnection } from '../../domain/connection.ts';
 
 const connection: ClusterConnection = {
   bootstrap: ['b1:9093'],

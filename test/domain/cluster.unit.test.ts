@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { decideCluster, evolveCluster, initialCluster } from '../../domain/cluster.ts';
-import type { ConnectionDescription } from '../../kafka/connection.ts';
+import type { ConnectionDescription } from '../../domain/connection.ts';
 
 const plain: ConnectionDescription = { bootstrap: ['127.0.0.1:9092'], securityProtocol: 'PLAINTEXT' };
 const sasl: ConnectionDescription = { bootstrap: ['127.0.0.1:9093'], securityProtocol: 'SASL_SSL', saslMechanism: 'scram-sha-512', saslUsername: 'mirror' };

@@ -185,6 +185,16 @@ describe('RecordLastMirrored', () => {
     positions: [{ topic: 'orders', partition: 0, offset, leaderEpoch: 5, checksum: 'crc32c:1a2b3c4d' }],
   });
 
+  it('with skipRefused, drops the positions the chart refuses and records the rest', () => {
+    const positions = [0, 1, 2].map((partition) => ({ topic: 'orders', partition, offset: 10n, leaderEpoch: 1, checksum: 'c' }));
+    const failed: MirrorEvent = { type: 'PartitionFailed', data: { topic: 'orders', partition: 1, error: { code: 'X', message: 'x' }, retryable: true } };
+    const history = [...mirroring, failed];
+    given(...history).when({ type: 'RecordLastMirrored', mirror: M, positions }).thenFails('INVALID_CLUSTER_MIRROR_STATES', /orders-1 is FAILED/);
+    given(...history)
+      .when({ type: 'RecordLastMirrored', mirror: M, positions, skipRefused: true })
+      .then([0, 2].map((partition) => ({ type: 'PartitionPositionRecorded', data: { topic: 'orders', partition, offset: '10', leaderEpoch: 1, checksum: 'c' } })));
+  });
+
   it('records offsets beyond 2^53 exactly, as decimal strings', () => {
     given(...mirroring)
       .when(record(big))

@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import pg from 'pg';
 import { DEST_APP_USER, stackDir } from '../../scripts/stack/topology.ts';
 import { readVar } from '../../config.ts';
-import type { ClusterConnection } from '../../kafka/connection.ts';
+import type { ClusterConnection } from '../../domain/connection.ts';
 
 export type StackEnv = Readonly<Record<string, string>>;
 
@@ -45,7 +45,7 @@ export function destConnection(): ClusterConnection {
   };
 }
 
-/** The destination as the ordinary `app` user (no ACLs unless a test grants them). */
+/** The destination as the ordinary `app` user (`stack up` grants it an application's topic and group ACLs). */
 export function destAppConnection(): ClusterConnection {
   const password = readFileSync(join(stackDir, 'secrets', 'dest-app.password'), 'utf8').trim();
   return { ...destConnection(), sasl: { mechanism: 'plain', username: DEST_APP_USER, password } };
