@@ -20,6 +20,58 @@ export interface Config {
   /** AES-256-GCM key for stored cluster credentials (32 bytes). */
   readonly secretKey: Buffer;
   readonly logLevel: 'debug' | 'info' | 'warn' | 'error';
+  readonly dataPlane: DataPlaneConfig;
+}
+
+/** The copy activities' settings (DESIGN §5). The lease grace must exceed the produce timeout; the
+ *  time from a worker's death to another worker copying its partitions is about
+ *  runner.copyHeartbeatTimeoutMs, then the rest of leaseTtlMs + leaseGraceMs. */
+export interface DataPlaneConfig {
+  /** Bytes fetched but not yet acknowledged by the destination, across all copies of a worker. */
+  readonly budgetBytes: number;
+  readonly produceTimeoutMs: number;
+  readonly leaseTtlMs: number;
+  readonly leaseGraceMs: number;
+  /** How often a copy activity records its partitions' last mirrored positions (one append). */
+  readonly positionIntervalMs: number;
+  /** The mirror runner's settings (read by the runner through an activity, so they are in its history). */
+  readonly runner: RunnerConfig;
+}
+
+export interface RunnerConfig {
+  /** Partitions one copy activity copies at most. */
+  readonly partitionsPerCopier: number;
+  readonly copyHeartbeatTimeoutMs: number;
+  /** How often the runner looks for new source topics matching its filter. */
+  readonly discoveryIntervalMs: number;
+}
+
+/** A positive integer setting, or its default. */
+export function parsePositiveInt(name: string, value: string | undefined, fallback: number): number {
+  if (value === undefined || value === '') return fallback;
+  const n = Number(value);
+  if (!Number.isSafeInteger(n) || n <= 0) throw new KmirrorError('INVALID_CONFIG', `${name}='${value}' is not a positive integer`);
+  return n;
+}
+
+export function parseDataPlane(env: Env): DataPlaneConfig {
+  const produceTimeoutMs = parsePositiveInt('KMIRROR_PRODUCE_TIMEOUT_MS', env.KMIRROR_PRODUCE_TIMEOUT_MS, 5_000);
+  const leaseGraceMs = parsePositiveInt('KMIRROR_LEASE_GRACE_MS', env.KMIRROR_LEASE_GRACE_MS, produceTimeoutMs + 1_000);
+  if (leaseGraceMs <= produceTimeoutMs) {
+    throw new KmirrorError('INVALID_CONFIG', `KMIRROR_LEASE_GRACE_MS (${leaseGraceMs}) must exceed KMIRROR_PRODUCE_TIMEOUT_MS (${produceTimeoutMs}): a new owner must not start while a produce request can still land`);
+  }
+  return Object.freeze({
+    budgetBytes: parsePositiveInt('KMIRROR_BUDGET_BYTES', env.KMIRROR_BUDGET_BYTES, 256 * 1024 * 1024),
+    produceTimeoutMs,
+    leaseTtlMs: parsePositiveInt('KMIRROR_LEASE_TTL_MS', env.KMIRROR_LEASE_TTL_MS, 6_000),
+    leaseGraceMs,
+    positionIntervalMs: parsePositiveInt('KMIRROR_POSITION_INTERVAL_MS', env.KMIRROR_POSITION_INTERVAL_MS, 5_000),
+    runner: Object.freeze({
+      partitionsPerCopier: parsePositiveInt('KMIRROR_PARTITIONS_PER_COPIER', env.KMIRROR_PARTITIONS_PER_COPIER, 1_000),
+      copyHeartbeatTimeoutMs: parsePositiveInt('KMIRROR_COPY_HEARTBEAT_TIMEOUT_MS', env.KMIRROR_COPY_HEARTBEAT_TIMEOUT_MS, 10_000),
+      discoveryIntervalMs: parsePositiveInt('KMIRROR_DISCOVERY_INTERVAL_MS', env.KMIRROR_DISCOVERY_INTERVAL_MS, 60_000),
+    }),
+  });
 }
 
 export type Env = Readonly<Record<string, string | undefined>>;
@@ -74,6 +126,7 @@ export function loadConfig(env: Env = process.env): Config {
     }),
     secretKey: parseSecretKey(env),
     logLevel: logLevel as Config['logLevel'],
+    dataPlane: parseDataPlane(env),
   });
 }
 

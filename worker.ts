@@ -9,8 +9,13 @@
 import { NativeConnection, Runtime, TransportError, Worker, type LogLevel as TemporalLogLevel, type Logger as TemporalLogger, type LogMetadata } from '@temporalio/worker';
 import { realpathSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { createPingActivities } from './activities/ping.ts';
+import { hostname } from 'node:os';
+import { createActivities } from './activities/index.ts';
+import { ClusterClients } from './activities/cluster-clients.ts';
 import { loadConfig, withEnvFile, type Config, type Env } from './config.ts';
+import { createDatabase } from './db/connect.ts';
+import { migrateToLatest } from './db/migrate.ts';
+import { ByteBudget } from './kafka/budget.ts';
 import { KmirrorError } from './domain/errors.ts';
 import { printError } from './errors-output.ts';
 import { createLogger, type Logger } from './log.ts';
@@ -66,16 +71,12 @@ export async function runWorker(config: Config, log: Logger): Promise<void> {
     if (err instanceof TransportError) throw unreachable(address, err);
     throw err;
   }
+  const built = await createWorker(config, connection, log).catch(async (err: unknown) => {
+    await connection.close();
+    throw err;
+  });
   try {
-    const worker = await Worker.create({
-      connection,
-      namespace,
-      taskQueue,
-      workflowsPath: fileURLToPath(new URL('./workflows/index.ts', import.meta.url)),
-      activities: { ...createPingActivities() },
-      shutdownGraceTime: SHUTDOWN_GRACE,
-      shutdownForceTime: SHUTDOWN_FORCE,
-    });
+    const worker = built.worker;
     let stopping = false;
     const onSignal = (signal: NodeJS.Signals): void => {
       if (stopping) {
@@ -95,7 +96,48 @@ export async function runWorker(config: Config, log: Logger): Promise<void> {
     }
     log.info('worker stopped', { taskQueue });
   } finally {
+    await built.close();
     await connection.close();
+  }
+}
+
+/**
+ * A worker over `connection` with every workflow and activity, and what its activities need: the
+ * database (migrated to the latest schema), the cluster clients (connections unsealed with the
+ * secret key) and the byte budget. close() releases them once the worker has stopped. Tests build
+ * their workers with this too.
+ */
+export async function createWorker(config: Config, connection: NativeConnection, log: Logger, options: { readonly taskQueue?: string; readonly identity?: string } = {}): Promise<{ readonly worker: Worker; close(): Promise<void> }> {
+  const db = createDatabase(config.databaseUrl);
+  const clients = new ClusterClients(db, config.secretKey);
+  try {
+    await migrateToLatest(db);
+    const identity = options.identity ?? `${process.pid}@${hostname()}`;
+    const worker = await Worker.create({
+      connection,
+      namespace: config.temporal.namespace,
+      taskQueue: options.taskQueue ?? config.temporal.taskQueue,
+      identity,
+      workflowsPath: fileURLToPath(new URL('./workflows/index.ts', import.meta.url)),
+      activities: createActivities({ db, clients, budget: new ByteBudget(config.dataPlane.budgetBytes), dataPlane: config.dataPlane, workerIdentity: identity }),
+      shutdownGraceTime: SHUTDOWN_GRACE,
+      shutdownForceTime: SHUTDOWN_FORCE,
+      // Heartbeats reach the server within a second: a cancelled copy (pause) learns it promptly.
+      defaultHeartbeatThrottleInterval: '1 second',
+      maxHeartbeatThrottleInterval: '1 second',
+    });
+    log.debug('worker built', { identity });
+    return {
+      worker,
+      async close() {
+        await clients.close();
+        await db.destroy();
+      },
+    };
+  } catch (err) {
+    await clients.close();
+    await db.destroy();
+    throw err;
   }
 }
 

@@ -36,7 +36,7 @@ export async function handleCommand<S, L extends Loaded<S>, E extends DomainEven
   db: Db,
   spec: CommandSpec<S, L, E>,
   metadata: EventMetadata,
-  options: { readonly maxAttempts?: number } = {},
+  options: { readonly maxAttempts?: number; readonly dryRun?: boolean } = {},
 ): Promise<CommandResult> {
   const maxAttempts = options.maxAttempts ?? 5;
   for (let attempt = 1; ; attempt++) {
@@ -44,7 +44,9 @@ export async function handleCommand<S, L extends Loaded<S>, E extends DomainEven
       return await db.transaction().execute(async (trx) => {
         const loaded = await spec.load(trx);
         const events = spec.decide(loaded);
-        if (events.length === 0) return { streamId: spec.streamId, version: loaded.version, events: 0, firstPosition: null, lastPosition: null };
+        if (events.length === 0 || options.dryRun === true) {
+          return { streamId: spec.streamId, version: loaded.version, events: events.length, firstPosition: null, lastPosition: null };
+        }
         const appended = await appendToStream(trx, spec.streamId, events, { expectedVersion: loaded.version, metadata });
         await spec.project(trx, loaded, appended);
         return {

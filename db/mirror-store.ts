@@ -16,7 +16,9 @@ interface LoadedForCommand extends LoadedMirror {
   readonly knownClusters: ReadonlySet<string>;
 }
 
-export async function executeMirrorCommand(db: Db, command: MirrorCommand, metadata: EventMetadata): Promise<CommandResult> {
+/** Decide `command` and, unless dryRun, append its events and update the projections. A dry run
+ *  refuses exactly as the real one would and appends nothing (result.events: what it would append). */
+export async function executeMirrorCommand(db: Db, command: MirrorCommand, metadata: EventMetadata, options: { readonly dryRun?: boolean } = {}): Promise<CommandResult> {
   return handleCommand(
     db,
     {
@@ -45,5 +47,6 @@ export async function executeMirrorCommand(db: Db, command: MirrorCommand, metad
       },
     },
     metadata,
+    options,
   );
 }

@@ -12,6 +12,8 @@ export interface ClusterConnection {
   readonly bootstrap: readonly string[];
   readonly securityProtocol: SecurityProtocol;
   readonly sasl?: { readonly mechanism: SaslMechanism; readonly username: string; readonly password: string };
+  /** PEM certificates to trust for SSL/SASL_SSL instead of the system's CAs. */
+  readonly sslCa?: string;
   readonly clientId?: string;
 }
 

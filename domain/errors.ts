@@ -39,6 +39,8 @@ export const ErrorCodes = [
   'SECRET_KEY_INVALID',
   'STACK_PREREQUISITE_MISSING',
   'TEMPORAL_UNREACHABLE',
+  /** The mirror runner is restarting (continue-as-new) and takes no request for a moment. */
+  'RUNNER_BUSY',
   /** An error that is not a KmirrorError: a bug or an unmapped failure; the message says what. */
   'INTERNAL',
 ] as const;
@@ -54,6 +56,7 @@ export const RetryableCodes: ReadonlySet<ErrorCode> = new Set<ErrorCode>([
   'LEASE_HELD',
   'EXPECTED_VERSION_CONFLICT',
   'TEMPORAL_UNREACHABLE',
+  'RUNNER_BUSY',
   'INTERNAL',
 ]);
 
@@ -63,17 +66,18 @@ export type ErrorDetails = Readonly<Record<string, string | number | boolean | n
 
 export class KmirrorError extends Error {
   override readonly name: string = 'KmirrorError';
+  /** Whether retrying may help: the code's entry in RetryableCodes, unless the thrower knows
+   *  better (an UNKNOWN_TOPIC that a user named is final; one right after a create is not). */
+  readonly retryable: boolean;
+
   constructor(
     readonly code: ErrorCode,
     message: string,
     readonly details: ErrorDetails = {},
-    options?: { cause?: unknown },
+    options?: { cause?: unknown; retryable?: boolean },
   ) {
-    super(message, options);
-  }
-
-  get retryable(): boolean {
-    return RetryableCodes.has(this.code);
+    super(message, options?.cause === undefined ? undefined : { cause: options.cause });
+    this.retryable = options?.retryable ?? RetryableCodes.has(code);
   }
 
   toJSON(): { code: ErrorCode; message: string; details: ErrorDetails } {

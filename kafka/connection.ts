@@ -29,7 +29,7 @@ export function createKafka(connection: ClusterConnection, options: KafkaClientO
   const config: KafkaConfig = {
     clientId: connection.clientId ?? 'kmirror',
     brokers: [...connection.bootstrap],
-    ssl,
+    ssl: ssl && connection.sslCa !== undefined ? { ca: [connection.sslCa] } : ssl,
     ...(usesSasl && connection.sasl ? { sasl: saslOptions(connection.sasl) } : {}),
     connectionTimeout: options.connectionTimeoutMs ?? 5_000,
     requestTimeout: options.requestTimeoutMs ?? 30_000,

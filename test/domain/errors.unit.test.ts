@@ -6,7 +6,7 @@ import { ErrorCodes, KmirrorError } from '../../domain/errors.ts';
 describe('KmirrorError.retryable', () => {
   it('is true exactly for the transient codes', () => {
     const retryable = ErrorCodes.filter((code) => new KmirrorError(code, 'x').retryable);
-    expect(retryable.sort()).toEqual(['CLUSTER_UNREACHABLE', 'EXPECTED_VERSION_CONFLICT', 'INTERNAL', 'LEASE_HELD', 'LEASE_LOST', 'TEMPORAL_UNREACHABLE', 'UNKNOWN_TOPIC']);
+    expect(retryable.sort()).toEqual(['CLUSTER_UNREACHABLE', 'EXPECTED_VERSION_CONFLICT', 'INTERNAL', 'LEASE_HELD', 'LEASE_LOST', 'RUNNER_BUSY', 'TEMPORAL_UNREACHABLE', 'UNKNOWN_TOPIC']);
   });
 
   it('is false for data-safety and wrong-state codes', () => {

@@ -1,0 +1,163 @@
+// Data-plane activities: the copier under Temporal (DESIGN §4, §5). A copy activity copies a set of
+// partitions (any topics of one mirror) until it is cancelled or one of them fails; it heartbeats,
+// holds the partitions' write lease, shares the worker's byte budget, and records the partitions'
+// last mirrored positions in the event log itself at a bounded rate (the destination log, not the
+// heartbeat, is the checkpoint). The mirror runner is the only caller of copyPartitions.
+import { Context } from '@temporalio/activity';
+import type { DataPlaneConfig } from '../config.ts';
+import type { Db } from '../db/database.ts';
+import { createPartitionLease } from '../db/leases.ts';
+import { executeMirrorCommand } from '../db/mirror-store.ts';
+import type { KmirrorError } from '../domain/errors.ts';
+import type { ByteBudget } from '../kafka/budget.ts';
+import { align, copy, type CopyRequest, type CopyResult, type MirroredPosition, type TopicPartitions } from '../kafka/copier.ts';
+import type { ClusterClients } from './cluster-clients.ts';
+
+export interface CopyInput {
+  readonly mirror: string;
+  readonly assignments: readonly TopicPartitions[];
+}
+
+/** How one partition ended a copy or an alignment. Offsets are decimal strings. */
+export interface PartitionResult {
+  readonly topic: string;
+  readonly partition: number;
+  readonly status: 'copying' | 'caught-up' | 'stopped' | 'failed';
+  /** The destination end when the activity stopped. */
+  readonly nextOffset: string;
+  readonly error?: { readonly code: string; readonly message: string; readonly retryable: boolean };
+  /** Offsets the source's retention removed before they were mirrored. */
+  readonly skipped?: { readonly from: string; readonly to: string };
+}
+
+export interface CopyOutcome {
+  readonly partitions: readonly PartitionResult[];
+  /** The lease was taken by another owner (this worker lost Postgres for longer than the lease). */
+  readonly leaseLost: boolean;
+  readonly records: number;
+  readonly bytes: number;
+}
+
+function outcome(result: CopyResult): CopyOutcome {
+  return {
+    partitions: result.partitions.map((p) => ({
+      topic: p.topic,
+      partition: p.partition,
+      status: p.status,
+      nextOffset: p.nextOffset.toString(),
+      ...(p.error ? { error: errorOf(p.error) } : {}),
+      ...(p.skipped ? { skipped: { from: p.skipped.from.toString(), to: p.skipped.to.toString() } } : {}),
+    })),
+    leaseLost: result.leaseLost !== undefined,
+    records: result.stats.records,
+    bytes: result.stats.bytes,
+  };
+}
+
+const errorOf = (err: KmirrorError) => ({ code: err.code, message: err.message, retryable: err.retryable });
+
+export interface DataPlaneDeps {
+  /** Names this worker in lease owners (host and pid). */
+  readonly workerIdentity: string;
+  readonly db: Db;
+  readonly clients: ClusterClients;
+  readonly budget: ByteBudget;
+  readonly config: DataPlaneConfig;
+}
+
+export function createDataPlaneActivities(deps: DataPlaneDeps) {
+  const { db, clients, budget, config, workerIdentity } = deps;
+
+  /** The copier's request for this activity: the mirror's clusters, a lease owned by this attempt. */
+  async function request(input: CopyInput, signal: AbortSignal): Promise<CopyRequest> {
+    const info = Context.current().info;
+    const m = await clients.mirror(input.mirror);
+    const [source, destination] = await Promise.all([clients.get(m.sourceCluster), clients.get(m.destinationCluster)]);
+    return {
+      source: source.raw,
+      destination: destination.raw,
+      assignments: input.assignments,
+      budget,
+      signal,
+      lease: createPartitionLease(db, {
+        mirror: input.mirror,
+        assignments: input.assignments,
+        owner: `${workerIdentity}/${info.workflowExecution?.workflowId ?? ''}/${info.activityId}#${info.attempt}`,
+        ttlMs: config.leaseTtlMs,
+        graceMs: config.leaseGraceMs,
+      }),
+      options: { produceTimeoutMs: config.produceTimeoutMs },
+    };
+  }
+
+  /** Heartbeat every third of the heartbeat timeout while `work` runs; abort on cancellation. */
+  async function heartbeating<T>(work: (signal: AbortSignal) => Promise<T>, details: () => unknown): Promise<T> {
+    const ctx = Context.current();
+    const stop = new AbortController();
+    const onCancel = (): void => stop.abort(ctx.cancellationSignal.reason);
+    ctx.cancellationSignal.addEventListener('abort', onCancel, { once: true });
+    const every = Math.max(200, Math.floor((ctx.info.heartbeatTimeoutMs ?? 30_000) / 3));
+    const timer = setInterval(() => ctx.heartbeat(details()), every);
+    ctx.heartbeat(details());
+    try {
+      return await work(stop.signal);
+    } finally {
+      clearInterval(timer);
+      ctx.cancellationSignal.removeEventListener('abort', onCancel);
+    }
+  }
+
+  return {
+    /** LOG_TRUNCATION's data step: align every destination partition to its source's log start
+     *  (and check its boundary record), then stop. */
+    async alignPartitions(input: CopyInput): Promise<CopyOutcome> {
+      return heartbeating(
+        async (signal) => outcome(await align(await request(input, signal))),
+        () => ({ aligning: input.assignments.reduce((n, a) => n + a.partitions.length, 0) }),
+      );
+    },
+
+    /**
+     * Copy until cancelled, or until a partition fails (then every partition stops, so the runner
+     * can fail that one and restart the others). Returns how each partition ended.
+     */
+    async copyPartitions(input: CopyInput): Promise<CopyOutcome> {
+      const ctx = Context.current();
+      const { workflowId, runId } = ctx.info.workflowExecution ?? {};
+      let records = 0;
+      const recordPositions = async (positions: readonly MirroredPosition[]): Promise<void> => {
+        try {
+          await executeMirrorCommand(
+            db,
+            { type: 'RecordLastMirrored', mirror: input.mirror, positions: positions.map(({ topic, partition, offset, leaderEpoch, checksum }) => ({ topic, partition, offset, leaderEpoch, checksum })), skipRefused: true },
+            { actor: 'kmirror', ...(workflowId === undefined ? {} : { workflowId, runId }) },
+          );
+        } catch (err) {
+          // Positions are the last mirrored offsets for describe and failback; the destination log
+          // stays the checkpoint, so a failed record is reported and the copy goes on.
+          ctx.log.warn('recording last mirrored positions failed', { mirror: input.mirror, error: (err as Error).message });
+        }
+      };
+      return heartbeating(
+        async (signal) => {
+          const local = new AbortController();
+          const abort = (): void => local.abort(signal.reason);
+          signal.addEventListener('abort', abort, { once: true });
+          const req = await request(input, local.signal);
+          const result = await copy({
+            ...req,
+            positions: { everyMs: config.positionIntervalMs, record: recordPositions },
+            onProgress: (progress, stats) => {
+              records = stats.records;
+              // One failed partition ends the activity: the runner fails it and restarts the rest.
+              if (progress.some((p) => p.status === 'failed')) local.abort();
+            },
+          });
+          signal.removeEventListener('abort', abort);
+          return outcome(result);
+        },
+        () => ({ partitions: input.assignments.reduce((n, a) => n + a.partitions.length, 0), records }),
+      );
+    },
+  };
+}

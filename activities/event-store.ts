@@ -1,0 +1,116 @@
+// Event-store activities: mirror commands through db/mirror-store.ts (the charts decide, the events
+// and projections are written in one transaction) and the views the workflows need. Plain JSON in
+// and out; who asked travels as event metadata.
+import type { Db } from '../db/database.ts';
+import type { EventMetadata } from '../db/event-store/types.ts';
+import { executeMirrorCommand } from '../db/mirror-store.ts';
+import { loadMirror } from '../db/projections/load-mirror.ts';
+import type { MirrorCommand, RecordLastMirrored } from '../domain/commands.ts';
+import { KmirrorError } from '../domain/errors.ts';
+import { topicsNeeded, type Mirror } from '../domain/mirror.ts';
+import { PartitionStates } from '../machines/partition.ts';
+
+/** Every mirror command but RecordLastMirrored (which carries bigint offsets and is issued by the
+ *  copy activities themselves, in-process). */
+export type MirrorCommandInput = Exclude<MirrorCommand, RecordLastMirrored>;
+
+/** A partition's lifecycle facts, as the workflows see them. */
+export interface PartitionView {
+  readonly state: string;
+  readonly retryable: boolean | null;
+  readonly retryAttempt: number;
+  readonly error: { readonly code: string; readonly message: string } | null;
+}
+
+export interface TopicView {
+  readonly topic: string;
+  /** Index = partition number. */
+  readonly partitions: readonly PartitionView[];
+}
+
+export interface MirrorView {
+  readonly mirror: string;
+  /** null: the mirror does not exist (never created, or deleted). */
+  readonly state: string | null;
+  readonly sourceCluster: string | null;
+  readonly destinationCluster: string | null;
+  readonly include: readonly string[];
+  readonly exclude: readonly string[];
+  readonly topics: readonly TopicView[];
+}
+
+export interface ApplyCommandInput {
+  readonly command: MirrorCommandInput;
+  readonly metadata: EventMetadata;
+  /** Decide only: refuse as the real command would, append nothing. */
+  readonly dryRun?: boolean;
+}
+
+export interface ApplyCommandResult {
+  /** Events appended (dry run: that would be appended). */
+  readonly events: number;
+  /** The states of the topics the command touched, after it. */
+  readonly topics: readonly TopicView[];
+}
+
+function topicViews(mirror: Mirror, only?: ReadonlySet<string>): TopicView[] {
+  const out: TopicView[] = [];
+  for (const [topic, { partitions }] of mirror.topics) {
+    if (only !== undefined && !only.has(topic)) continue;
+    out.push({
+      topic,
+      partitions: partitions.map((p) => ({ state: p.state, retryable: p.context.retryable, retryAttempt: p.context.retryAttempt, error: p.context.error })),
+    });
+  }
+  return out;
+}
+
+function mirrorView(mirror: Mirror): MirrorView {
+  const exists = mirror.state !== null && mirror.state !== 'deleted';
+  return {
+    mirror: mirror.name,
+    state: exists ? mirror.state : null,
+    sourceCluster: mirror.sourceCluster,
+    destinationCluster: mirror.destinationCluster,
+    include: [...mirror.include],
+    exclude: [...mirror.exclude],
+    topics: exists ? topicViews(mirror) : [],
+  };
+}
+
+export function createEventStoreActivities(deps: { readonly db: Db }) {
+  const { db } = deps;
+  return {
+    async applyMirrorCommand(input: ApplyCommandInput): Promise<ApplyCommandResult> {
+      const result = await executeMirrorCommand(db, input.command, input.metadata, { dryRun: input.dryRun === true });
+      const needed = topicsNeeded(input.command);
+      if (input.dryRun === true || (needed !== 'all' && needed.length === 0)) return { events: result.events, topics: [] };
+      const after = await loadMirror(db, input.command.mirror, needed);
+      return { events: result.events, topics: topicViews(after.state, needed === 'all' ? undefined : new Set(needed)) };
+    },
+
+    /** The mirror with every partition's state: what the runner loads when it starts. */
+    async loadMirrorView(input: { readonly mirror: string; readonly topics?: readonly string[] }): Promise<MirrorView> {
+      const loaded = await loadMirror(db, input.mirror, input.topics ?? 'all');
+      return mirrorView(loaded.state);
+    },
+
+    /** Partition states of some topics, compactly: one letter per partition (PartitionStates'
+     *  index as a character code from 'A'), for operations that poll their progress. */
+    async partitionStates(input: { readonly mirror: string; readonly topics: readonly string[] }): Promise<{ readonly topic: string; readonly states: string }[]> {
+      const loaded = await loadMirror(db, input.mirror, input.topics);
+      return [...loaded.state.topics].map(([topic, { partitions }]) => ({
+        topic,
+        states: partitions.map((p) => String.fromCharCode(65 + PartitionStates.indexOf(p.state))).join(''),
+      }));
+    },
+
+    /** Fails with UNKNOWN_CLUSTER_MIRROR unless the mirror exists. */
+    async requireMirror(input: { readonly mirror: string }): Promise<MirrorView> {
+      const loaded = await loadMirror(db, input.mirror, []);
+      const view = mirrorView(loaded.state);
+      if (view.state === null) throw new KmirrorError('UNKNOWN_CLUSTER_MIRROR', `mirror ${input.mirror} does not exist`, { mirror: input.mirror });
+      return view;
+    },
+  };
+}

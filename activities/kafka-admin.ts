@@ -1,0 +1,125 @@
+// Kafka admin activities: cluster checks, topic resolution, destination topic creation, read-only
+// ACLs and the ISR wait. Inputs name mirrors and clusters; the worker finds the connections itself.
+import { Context } from '@temporalio/activity';
+import { kafkaFailure } from '../kafka/errors.ts';
+import {
+  applyReadOnly,
+  createMirrorTopics,
+  inspectDestination,
+  isrStatus,
+  resolveTopics,
+  sourceTopicSpecs,
+  type CreatedTopic,
+  type ReadOnlyResult,
+  type TopicSelection,
+} from '../kafka/mirror-topics.ts';
+import type { ClusterClients } from './cluster-clients.ts';
+
+export interface ClusterCheck {
+  readonly cluster: string;
+  readonly clusterId: string;
+  readonly brokers: number;
+}
+
+export interface ResolvedTopic {
+  readonly topic: string;
+  readonly partitionCount: number;
+}
+
+export interface ResolveTopicsInput extends TopicSelection {
+  readonly mirror: string;
+  /** Topics already in the mirror: patterns skip them (named topics are kept: the domain decides). */
+  readonly known?: readonly string[];
+}
+
+export interface PrepareTopicsResult {
+  readonly topics: readonly CreatedTopic[];
+  readonly readOnly: ReadOnlyResult;
+}
+
+/** Heartbeat details of the ISR wait: what the Temporal UI shows while it holds. */
+export interface IsrWaitDetails {
+  readonly waiting: number;
+  readonly partitions: readonly string[];
+  readonly missingBrokers: readonly number[];
+  readonly minInsyncReplicas: Readonly<Record<string, number>>;
+}
+
+export function createKafkaAdminActivities(deps: { readonly clients: ClusterClients }) {
+  const { clients } = deps;
+  const pair = async (mirror: string) => {
+    const m = await clients.mirror(mirror);
+    const [source, destination] = await Promise.all([clients.get(m.sourceCluster), clients.get(m.destinationCluster)]);
+    return { source, destination };
+  };
+  return {
+    /** Each cluster is registered and answers. */
+    async checkClusters(input: { readonly clusters: readonly string[] }): Promise<ClusterCheck[]> {
+      return Promise.all(
+        input.clusters.map(async (cluster) => {
+          const client = await clients.get(cluster);
+          try {
+            const described = await client.admin.describeCluster();
+            return { cluster, clusterId: described.clusterId, brokers: described.brokers.length };
+          } catch (err) {
+            throw kafkaFailure(err, `cluster ${cluster} does not answer`);
+          }
+        }),
+      );
+    },
+
+    /** Names and patterns resolved on the source, with their partition counts. */
+    async resolveTopics(input: ResolveTopicsInput): Promise<ResolvedTopic[]> {
+      const m = await clients.mirror(input.mirror);
+      const source = await clients.get(m.sourceCluster);
+      const known = new Set(input.known ?? []);
+      const named = new Set(input.topics ?? []);
+      const topics = (await resolveTopics(source.admin, input)).filter((t) => named.has(t) || !known.has(t));
+      const specs = await sourceTopicSpecs(source.admin, topics);
+      return specs.map((s) => ({ topic: s.topic, partitionCount: s.partitionCount }));
+    },
+
+    /** Refuse destination topics that exist but are not an exact prefix of their source (before
+     *  anything is appended or created). */
+    async inspectDestination(input: { readonly mirror: string; readonly topics: readonly ResolvedTopic[] }): Promise<{ readonly missing: readonly string[] }> {
+      const { source, destination } = await pair(input.mirror);
+      const inspected = await inspectDestination(source.raw, destination.raw, destination.admin, input.topics);
+      return { missing: inspected.filter((t) => t.missing).map((t) => t.topic) };
+    },
+
+    /** Create the missing destination topics from the source's shape and configs, then make every
+     *  topic read-only for everyone but kmirror. Idempotent. */
+    async prepareMirrorTopics(input: { readonly mirror: string; readonly topics: readonly string[] }): Promise<PrepareTopicsResult> {
+      const { source, destination } = await pair(input.mirror);
+      const specs = await sourceTopicSpecs(source.admin, input.topics);
+      const existing = new Set(await destination.admin.listTopics().catch((err: unknown) => Promise.reject(kafkaFailure(err, 'list destination topics'))));
+      const topics = await createMirrorTopics(destination.admin, specs, new Set(input.topics.filter((t) => !existing.has(t))));
+      const readOnly = await applyReadOnly(destination.admin, input.topics, destination.principal);
+      return { topics, readOnly };
+    },
+
+    /**
+     * Wait until every replica of every partition is in the ISR on the destination. Heartbeats name
+     * the partitions still waiting and the brokers missing (the Temporal UI shows them); observes
+     * cancellation.
+     */
+    async waitForIsr(input: { readonly mirror: string; readonly topics: readonly string[] }): Promise<{ readonly waitedMs: number }> {
+      const ctx = Context.current();
+      const started = Date.now();
+      const { destination } = await pair(input.mirror);
+      for (;;) {
+        const status = await isrStatus(destination.raw, destination.admin, input.topics);
+        const details: IsrWaitDetails = {
+          waiting: status.waiting.length,
+          partitions: status.waiting.slice(0, 50),
+          missingBrokers: status.missingBrokers,
+          minInsyncReplicas: status.minInsyncReplicas,
+        };
+        ctx.heartbeat(details);
+        if (status.waiting.length === 0) return { waitedMs: Date.now() - started };
+        // Rejects with CancelledFailure when the workflow cancels the wait.
+        await ctx.sleep(1_000);
+      }
+    },
+  };
+}

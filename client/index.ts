@@ -1,0 +1,137 @@
+// The Temporal client calls the CLI and the tests make: connect, start an operation with its
+// deterministic workflow id (a repeated request joins the running one), follow its progress, and
+// turn its failure back into the KmirrorError the operation failed with.
+import { createHash } from 'node:crypto';
+import { Client, Connection, WorkflowFailedError, type WorkflowHandle } from '@temporalio/client';
+import { ApplicationFailure, TypedSearchAttributes } from '@temporalio/common';
+import type { Config } from '../config.ts';
+import { ErrorCodes, KmirrorError, type ErrorCode } from '../domain/errors.ts';
+import type { CreateMirrorInput, CreateMirrorResult } from '../workflows/create-mirror.ts';
+import { progressQuery, runnerWorkflowId, statusQuery, type Operation, type OperationProgress, type RunnerStatus } from '../workflows/messages.ts';
+import type { TopicsChangeInput, TopicsChangeResult } from '../workflows/change-topics.ts';
+import { searchAttributePairs } from '../workflows/search-attributes.ts';
+import type { StartTopicsInput, StartTopicsResult } from '../workflows/start-topics.ts';
+
+export interface OperationInputs {
+  createMirror: CreateMirrorInput;
+  startTopics: StartTopicsInput;
+  pauseTopics: TopicsChangeInput;
+  resumeTopics: TopicsChangeInput;
+}
+
+export interface OperationResults {
+  createMirror: CreateMirrorResult;
+  startTopics: StartTopicsResult;
+  pauseTopics: TopicsChangeResult;
+  resumeTopics: TopicsChangeResult;
+}
+
+const PREFIX: Record<Operation, string> = { createMirror: 'create', startTopics: 'start', pauseTopics: 'pause', resumeTopics: 'resume' };
+
+const digest = (value: unknown): string => createHash('sha256').update(JSON.stringify(value)).digest('hex').slice(0, 12);
+const sorted = (list: readonly string[] | undefined): string[] => [...new Set(list ?? [])].sort();
+
+/**
+ * The workflow id of a request: `<op>:<mirror>` for create, else `<op>:<mirror>:<12 hex of what it
+ * names>`. The same request gets the same id, so starting it while it runs joins it; who asks and
+ * why do not count.
+ */
+export function operationWorkflowId<O extends Operation>(operation: O, input: OperationInputs[O]): string {
+  const base = `${PREFIX[operation]}:${input.mirror}`;
+  switch (operation) {
+    case 'createMirror':
+      return base;
+    case 'startTopics': {
+      const i = input as StartTopicsInput;
+      return `${base}:${digest([sorted(i.topics), sorted(i.include), sorted(i.exclude)])}`;
+    }
+    default: {
+      const i = input as TopicsChangeInput;
+      return `${base}:${digest(i.allTopics === true ? 'all' : sorted(i.topics))}`;
+    }
+  }
+}
+
+export interface TemporalClient {
+  readonly client: Client;
+  readonly taskQueue: string;
+  close(): Promise<void>;
+}
+
+/** Connect to Temporal; TEMPORAL_UNREACHABLE when it does not answer. */
+export async function connectClient(config: Pick<Config, 'temporal'>): Promise<TemporalClient> {
+  const { address, namespace, taskQueue } = config.temporal;
+  let connection: Connection;
+  try {
+    connection = await Connection.connect({ address, connectTimeout: '5 seconds' });
+  } catch (err) {
+    throw new KmirrorError('TEMPORAL_UNREACHABLE', `cannot connect to Temporal at ${address} (${(err as Error).message}); is it running? \`npm run stack -- up\` starts the local one`, { address }, { cause: err });
+  }
+  return { client: new Client({ connection, namespace }), taskQueue, close: () => connection.close() };
+}
+
+/** Start an operation (or join the same request while it runs). */
+export async function startOperation<O extends Operation>(temporal: TemporalClient, operation: O, input: OperationInputs[O]): Promise<WorkflowHandle> {
+  const topics = (input as { topics?: readonly string[] }).topics;
+  return temporal.client.workflow.start(operation, {
+    taskQueue: temporal.taskQueue,
+    workflowId: operationWorkflowId(operation, input),
+    args: [input],
+    workflowIdConflictPolicy: 'USE_EXISTING',
+    typedSearchAttributes: new TypedSearchAttributes(searchAttributePairs({ mirror: input.mirror, workflow: operation, ...(topics ? { topics } : {}) })),
+  });
+}
+
+/** Wait for the result, calling onProgress with the workflow's progress every `everyMs`. */
+export async function awaitOperation<O extends Operation>(
+  handle: WorkflowHandle,
+  options: { readonly onProgress?: (progress: OperationProgress) => void; readonly everyMs?: number } = {},
+): Promise<OperationResults[O]> {
+  let finished = false;
+  const polling = (async () => {
+    while (!finished && options.onProgress !== undefined) {
+      try {
+        options.onProgress(await handle.query(progressQuery, { summary: true }));
+      } catch {
+        // not started yet, or finished meanwhile: the next round (or the result) tells
+      }
+      await new Promise((r) => setTimeout(r, options.everyMs ?? 500));
+    }
+  })();
+  try {
+    return (await handle.result()) as OperationResults[O];
+  } catch (err) {
+    throw operationError(err);
+  } finally {
+    finished = true;
+    await polling;
+  }
+}
+
+/** An operation's failure as the KmirrorError it carries (its code and message). */
+export function operationError(err: unknown): KmirrorError {
+  let cause: unknown = err instanceof WorkflowFailedError ? err.cause : err;
+  while (cause instanceof Error && !(cause instanceof ApplicationFailure) && (cause as { cause?: unknown }).cause !== undefined) cause = (cause as { cause?: unknown }).cause;
+  if (cause instanceof ApplicationFailure) {
+    const code: ErrorCode = (ErrorCodes as readonly string[]).includes(cause.type ?? '') ? (cause.type as ErrorCode) : 'INTERNAL';
+    return new KmirrorError(code, cause.message, {}, { cause: err });
+  }
+  if (err instanceof KmirrorError) return err;
+  return new KmirrorError('INTERNAL', err instanceof Error ? err.message : String(err), {}, { cause: err });
+}
+
+/** The runner's progress and status (its running copies), or undefined when it is not running. */
+export async function runnerProgress(temporal: TemporalClient, mirror: string): Promise<{ progress: OperationProgress; status: RunnerStatus } | undefined> {
+  const handle = temporal.client.workflow.getHandle(runnerWorkflowId(mirror));
+  try {
+    const [progress, status] = await Promise.all([handle.query(progressQuery, { summary: true }), handle.query(statusQuery)]);
+    return { progress, status };
+  } catch {
+    return undefined;
+  }
+}
+
+/** The Temporal UI link of a workflow. */
+export function workflowUrl(uiUrl: string, namespace: string, workflowId: string, runId?: string): string {
+  return `${uiUrl.replace(/\/$/, '')}/namespaces/${encodeURIComponent(namespace)}/workflows/${encodeURIComponent(workflowId)}${runId ? `/${runId}` : ''}`;
+}

@@ -1,0 +1,55 @@
+// The one Kafka-error → code mapping (DESIGN §5.7). kafkajs errors, broker error answers and our
+// own RawCluster errors all become a KmirrorError whose code says what an operator can do; whether
+// it may be retried follows from the code (domain/errors.ts RetryableCodes).
+import { KmirrorError, isKmirrorError, type ErrorCode } from '../domain/errors.ts';
+
+/** kafkajs' connection-level failures: the cluster (or a broker) did not answer. */
+const UNREACHABLE = new Set([
+  'KafkaJSConnectionError',
+  'KafkaJSConnectionClosedError',
+  'KafkaJSRequestTimeoutError',
+  'KafkaJSBrokerNotFound',
+  'KafkaJSNumberOfRetriesExceeded',
+  'KafkaJSMetadataNotLoaded',
+  'KafkaJSLockTimeout',
+]);
+
+interface KafkaLike {
+  name?: string;
+  type?: string;
+  retriable?: boolean;
+  message?: string;
+  cause?: unknown;
+  originalError?: unknown;
+}
+
+/** The broker's error type inside a kafkajs error (it nests them: retries, per-partition lists). */
+function brokerType(err: KafkaLike): string | undefined {
+  if (typeof err.type === 'string' && err.type !== '') return err.type;
+  const inner = (err.cause ?? err.originalError) as KafkaLike | undefined;
+  return inner && typeof inner === 'object' ? brokerType(inner) : undefined;
+}
+
+function codeOf(type: string | undefined, retriable: boolean, name: string | undefined): ErrorCode {
+  if (type !== undefined) {
+    if (type.includes('AUTHORIZATION') || type === 'SASL_AUTHENTICATION_FAILED' || type === 'CLUSTER_AUTHORIZATION_FAILED') return 'CLUSTER_MIRROR_AUTHORIZATION_FAILED';
+    if (type === 'UNKNOWN_TOPIC_OR_PARTITION') return 'UNKNOWN_TOPIC';
+    if (type === 'INVALID_TOPIC_EXCEPTION' || type === 'INVALID_REPLICATION_FACTOR' || type === 'INVALID_PARTITIONS' || type === 'INVALID_CONFIG' || type === 'POLICY_VIOLATION') return 'KAFKA_ERROR';
+  }
+  if (name === 'KafkaJSSASLAuthenticationError') return 'CLUSTER_MIRROR_AUTHORIZATION_FAILED';
+  if (retriable || (name !== undefined && UNREACHABLE.has(name))) return 'CLUSTER_UNREACHABLE';
+  return 'KAFKA_ERROR';
+}
+
+/**
+ * `err` as a KmirrorError: our own errors pass unchanged; Kafka errors are mapped by the broker's
+ * error type. `what` names the operation for the message ("create topics on cluster west").
+ */
+export function kafkaFailure(err: unknown, what: string): KmirrorError {
+  if (isKmirrorError(err)) return err;
+  const e = (err ?? {}) as KafkaLike;
+  const type = brokerType(e);
+  const code = codeOf(type, e.retriable === true, e.name);
+  const message = e.message ?? String(err);
+  return new KmirrorError(code, `${what}: ${message}`, type === undefined ? {} : { kafkaError: type }, { cause: err });
+}

@@ -1,0 +1,354 @@
+// Preparing destination mirror topics (the start operation's Kafka side, DESIGN §4): resolve names
+// and patterns on the source, read each source topic's shape and configs, check a destination
+// topic that already exists is an exact prefix of its source, create the missing ones, make them
+// read-only for everyone but kmirror, and read the ISR that the start waits for.
+import kafkajs, { type AclEntry, type Admin } from 'kafkajs';
+import { KmirrorError } from '../domain/errors.ts';
+import { nameProblem } from '../domain/names.ts';
+import { createTopicsAndWait } from './admin.ts';
+import { recordsAt, partitionKey } from './copier.ts';
+import { kafkaFailure } from './errors.ts';
+import type { RawCluster } from './protocol.ts';
+import { recordChecksum } from './verify.ts';
+
+// kafkajs is CommonJS; Node's named-export detection misses its enums, so take them from the default export.
+const { AclOperationTypes, AclPermissionTypes, AclResourceTypes, ResourcePatternTypes, ConfigResourceTypes } = kafkajs;
+
+/**
+ * Source topic configs never copied to the destination (like MirrorMaker's config.properties.exclude,
+ * plus the timestamp bounds that would refuse old records):
+ *  - replication throttles, unclean leader election and min.insync.replicas are the destination
+ *    cluster's own operational choices;
+ *  - message.timestamp.type: mirror topics are always CreateTime, so the broker keeps the timestamps
+ *    the copier writes (a LogAppendTime source's append times are copied as record timestamps);
+ *  - message.timestamp.difference/before/after.max.ms: mirrored records may be old.
+ */
+export const CONFIG_EXCLUDE: readonly string[] = [
+  'follower.replication.throttled.replicas',
+  'leader.replication.throttled.replicas',
+  'unclean.leader.election.enable',
+  'min.insync.replicas',
+  'message.timestamp.type',
+  'message.timestamp.difference.max.ms',
+  'message.timestamp.before.max.ms',
+  'message.timestamp.after.max.ms',
+];
+
+/** Configs every mirror topic is created with (see CONFIG_EXCLUDE). */
+export const MIRROR_TOPIC_CONFIGS: Readonly<Record<string, string>> = { 'message.timestamp.type': 'CreateTime' };
+
+/** Kafka's internal topics and the usual framework-internal ones are never mirrored. */
+export function isInternalTopic(topic: string): boolean {
+  return topic.startsWith('__') || /[-.]internal$/.test(topic) || topic.endsWith('.replica');
+}
+
+/** A pattern as Kafka tools use it: the whole name must match. INVALID_TOPIC_PATTERN when it does not compile. */
+export function topicPattern(pattern: string): RegExp {
+  try {
+    return new RegExp(`^(?:${pattern})$`);
+  } catch (err) {
+    throw new KmirrorError('INVALID_TOPIC_PATTERN', `topic pattern ${JSON.stringify(pattern)} is not a valid regular expression: ${(err as Error).message}`, { pattern }, { cause: err });
+  }
+}
+
+export interface TopicSelection {
+  readonly topics?: readonly string[];
+  readonly include?: readonly string[];
+  readonly exclude?: readonly string[];
+}
+
+/**
+ * The source topics a selection names: every named topic (UNKNOWN_TOPIC lists the ones the source
+ * lacks; an internal topic is refused) plus every non-internal topic matching an include pattern and
+ * no exclude pattern (exclude patterns narrow the include patterns, not the named topics). Sorted,
+ * without duplicates.
+ */
+export async function resolveTopics(sourceAdmin: Admin, selection: TopicSelection): Promise<string[]> {
+  const include = (selection.include ?? []).map(topicPattern);
+  const exclude = (selection.exclude ?? []).map(topicPattern);
+  for (const topic of selection.topics ?? []) {
+    const problem = nameProblem(topic);
+    if (problem !== undefined) throw new KmirrorError('INVALID_ARGUMENT', `topic name ${JSON.stringify(topic)} ${problem}`, { topic });
+    if (isInternalTopic(topic)) throw new KmirrorError('INVALID_ARGUMENT', `topic ${topic} is an internal topic; internal topics are not mirrored`, { topic });
+  }
+  let existing: Set<string>;
+  try {
+    existing = new Set(await sourceAdmin.listTopics());
+  } catch (err) {
+    throw kafkaFailure(err, 'list the source cluster\'s topics');
+  }
+  const missing = (selection.topics ?? []).filter((t) => !existing.has(t));
+  if (missing.length > 0) {
+    throw new KmirrorError(
+      'UNKNOWN_TOPIC',
+      `the source cluster has no topic ${missing.slice(0, 10).join(', ')}${missing.length > 10 ? ` (and ${missing.length - 10} more)` : ''}`,
+      { topic: missing[0]!, missing: missing.length },
+      // The topics were named by the operator: asking again will not create them.
+      { retryable: false },
+    );
+  }
+  const out = new Set(selection.topics ?? []);
+  for (const topic of existing) {
+    if (isInternalTopic(topic) || !include.some((r) => r.test(topic)) || exclude.some((r) => r.test(topic))) continue;
+    out.add(topic);
+  }
+  return [...out].sort();
+}
+
+export interface SourceTopicSpec {
+  readonly topic: string;
+  readonly partitionCount: number;
+  readonly replicationFactor: number;
+  /** Topic-level configs set on the source, minus CONFIG_EXCLUDE. */
+  readonly configs: Readonly<Record<string, string>>;
+}
+
+/** Shape and copied configs of source topics (two requests, whatever the number of topics). */
+export async function sourceTopicSpecs(sourceAdmin: Admin, topics: readonly string[]): Promise<SourceTopicSpec[]> {
+  if (topics.length === 0) return [];
+  try {
+    const [{ topics: metadata }, configs] = await Promise.all([
+      sourceAdmin.fetchTopicMetadata({ topics: [...topics] }),
+      sourceAdmin.describeConfigs({ resources: topics.map((name) => ({ type: ConfigResourceTypes.TOPIC, name })), includeSynonyms: false }),
+    ]);
+    const configsOf = new Map(
+      configs.resources.map((r) => [
+        r.resourceName,
+        Object.fromEntries(
+          r.configEntries
+            // configSource 1 = TOPIC_CONFIG: set on this topic (not a broker or built-in default).
+            .filter((e) => e.configSource === 1 && !e.isSensitive && !CONFIG_EXCLUDE.includes(e.configName))
+            .map((e) => [e.configName, e.configValue]),
+        ),
+      ]),
+    );
+    return topics.map((topic) => {
+      const partitions = metadata.find((m) => m.name === topic)?.partitions ?? [];
+      if (partitions.length === 0) throw new KmirrorError('UNKNOWN_TOPIC', `topic ${topic} does not exist on the source cluster`, { topic });
+      return { topic, partitionCount: partitions.length, replicationFactor: partitions[0]!.replicas.length, configs: configsOf.get(topic) ?? {} };
+    });
+  } catch (err) {
+    throw kafkaFailure(err, 'describe source topics');
+  }
+}
+
+export interface DestinationTopic {
+  readonly topic: string;
+  /** Absent on the destination (will be created). */
+  readonly missing: boolean;
+  /** Partitions that already hold records (each checked to be a prefix of its source). */
+  readonly nonEmptyPartitions: number;
+}
+
+/**
+ * Check the destination side of topics about to be mirrored. A destination topic that exists must
+ * have the source's partition count, and each of its partitions must be an exact prefix of the
+ * source's: it ends at or before the source, and its last record equals the source's record at that
+ * offset. Otherwise OFFSET_DIVERGENCE (nothing has been changed yet).
+ */
+export async function inspectDestination(
+  source: RawCluster,
+  destination: RawCluster,
+  destAdmin: Admin,
+  specs: readonly { readonly topic: string; readonly partitionCount: number }[],
+): Promise<DestinationTopic[]> {
+  let existing: Set<string>;
+  try {
+    existing = new Set(await destAdmin.listTopics());
+  } catch (err) {
+    throw kafkaFailure(err, 'list the destination cluster\'s topics');
+  }
+  const out: DestinationTopic[] = [];
+  for (const spec of specs) {
+    if (!existing.has(spec.topic)) {
+      out.push({ topic: spec.topic, missing: true, nonEmptyPartitions: 0 });
+      continue;
+    }
+    const partitions = await destination.partitions(spec.topic, true);
+    if (partitions.length !== spec.partitionCount) {
+      throw new KmirrorError(
+        'OFFSET_DIVERGENCE',
+        `destination topic ${spec.topic} exists with ${partitions.length} partitions, the source's has ${spec.partitionCount}: offsets cannot be preserved; delete or rename it first`,
+        { topic: spec.topic },
+      );
+    }
+    const all = partitions.map((p) => p.partitionId);
+    const [destEnd, srcEnd] = await Promise.all([destination.listOffsets(spec.topic, all, 'latest'), source.listOffsets(spec.topic, all, 'latest')]);
+    const nonEmpty = all.filter((p) => destEnd.get(p)! > 0n);
+    for (const p of nonEmpty) {
+      if (destEnd.get(p)! > srcEnd.get(p)!) {
+        throw new KmirrorError(
+          'OFFSET_DIVERGENCE',
+          `destination ${spec.topic}-${p} ends at ${destEnd.get(p)}, beyond the source's end ${srcEnd.get(p)}: it is not a copy of the source; delete it first`,
+          { topic: spec.topic, partition: p },
+        );
+      }
+    }
+    if (nonEmpty.length > 0) {
+      const wanted = nonEmpty.map((p) => ({ topic: spec.topic, partition: p, offset: destEnd.get(p)! - 1n }));
+      const [d, s] = await Promise.all([recordsAt(destination, wanted), recordsAt(source, wanted)]);
+      for (const w of wanted) {
+        const key = partitionKey(w.topic, w.partition);
+        const dr = d.get(key);
+        const sr = s.get(key);
+        const same = dr !== undefined && sr !== undefined && dr.kind === sr.kind && (dr.kind === 'control' || (sr.kind === 'data' && recordChecksum(dr.record) === recordChecksum(sr.record)));
+        // A record the source no longer holds (retention, compaction) cannot be compared: allowed.
+        if (!same && !(sr === undefined && dr !== undefined)) {
+          throw new KmirrorError(
+            'OFFSET_DIVERGENCE',
+            `destination ${spec.topic}-${w.partition} already holds records that differ from the source's at offset ${w.offset}: it is not a copy of the source; delete it first`,
+            { topic: spec.topic, partition: w.partition, offset: w.offset.toString() },
+          );
+        }
+      }
+    }
+    out.push({ topic: spec.topic, missing: false, nonEmptyPartitions: nonEmpty.length });
+  }
+  return out;
+}
+
+export interface CreatedTopic {
+  readonly topic: string;
+  readonly partitionCount: number;
+  readonly replicationFactor: number;
+  /** The source's, when it was more than the destination has brokers. */
+  readonly sourceReplicationFactor: number;
+  readonly created: boolean;
+}
+
+/** Create the missing destination topics: the source's partition count and configs, its
+ *  replication factor capped by the destination's broker count. In requests of 100 topics. */
+export async function createMirrorTopics(destAdmin: Admin, specs: readonly SourceTopicSpec[], missing: ReadonlySet<string>): Promise<CreatedTopic[]> {
+  let brokers: number;
+  try {
+    brokers = (await destAdmin.describeCluster()).brokers.length;
+  } catch (err) {
+    throw kafkaFailure(err, 'describe the destination cluster');
+  }
+  const toCreate = specs.filter((s) => missing.has(s.topic));
+  try {
+    for (let i = 0; i < toCreate.length; i += 100) {
+      await createTopicsAndWait(
+        destAdmin,
+        toCreate.slice(i, i + 100).map((s) => ({ topic: s.topic, partitions: s.partitionCount, replicationFactor: Math.min(s.replicationFactor, brokers), configs: { ...s.configs, ...MIRROR_TOPIC_CONFIGS } })),
+      );
+    }
+  } catch (err) {
+    throw kafkaFailure(err, 'create destination topics');
+  }
+  return specs.map((s) => ({
+    topic: s.topic,
+    partitionCount: s.partitionCount,
+    replicationFactor: Math.min(s.replicationFactor, brokers),
+    sourceReplicationFactor: s.replicationFactor,
+    created: missing.has(s.topic),
+  }));
+}
+
+export interface ReadOnlyResult {
+  /** DENY WRITE ACLs are in place for every principal allowed to write the topics, but kmirror. */
+  readonly enforced: boolean;
+  /** Principals denied (each on every topic). */
+  readonly denied: readonly string[];
+  /** Why it is not enforced (foreign writes are then only detected: DESIGN §5). */
+  readonly reason?: string;
+}
+
+const matches = (resource: { resourceName: string; resourcePatternType: number }, topic: string): boolean =>
+  resource.resourcePatternType === ResourcePatternTypes.LITERAL
+    ? resource.resourceName === '*' || resource.resourceName === topic
+    : resource.resourcePatternType === ResourcePatternTypes.PREFIXED && topic.startsWith(resource.resourceName);
+
+/**
+ * Make mirror topics read-only: a DENY WRITE ACL on each topic for every principal that an ALLOW
+ * (WRITE or ALL) lets write it, except kmirror's own. Kafka evaluates DENY before ALLOW, so those
+ * principals are refused; kmirror keeps its own grants. Not enforceable (and reported so) when the
+ * destination has no authorizer or allows writes to everyone (User:*), since a DENY for User:*
+ * would refuse kmirror too.
+ */
+export async function applyReadOnly(destAdmin: Admin, topics: readonly string[], ownPrincipal: string | undefined): Promise<ReadOnlyResult> {
+  if (topics.length === 0) return { enforced: true, denied: [] };
+  let described;
+  try {
+    described = await destAdmin.describeAcls({
+      resourceType: AclResourceTypes.TOPIC,
+      resourcePatternType: ResourcePatternTypes.ANY,
+      operation: AclOperationTypes.ANY,
+      permissionType: AclPermissionTypes.ANY,
+    });
+  } catch (err) {
+    const failure = kafkaFailure(err, 'describe the destination ACLs');
+    if (failure.details.kafkaError === 'SECURITY_DISABLED') return { enforced: false, denied: [], reason: 'the destination has no authorizer' };
+    if (failure.code === 'CLUSTER_MIRROR_AUTHORIZATION_FAILED') return { enforced: false, denied: [], reason: 'kmirror may not manage ACLs on the destination' };
+    throw failure;
+  }
+  const writers = new Set<string>();
+  const existingDenies = new Set<string>();
+  for (const resource of described.resources) {
+    for (const acl of resource.acls) {
+      const writes = acl.operation === AclOperationTypes.WRITE || acl.operation === AclOperationTypes.ALL;
+      if (!writes) continue;
+      if (acl.permissionType === AclPermissionTypes.DENY && resource.resourcePatternType === ResourcePatternTypes.LITERAL) existingDenies.add(`${resource.resourceName}\u0000${acl.principal}`);
+      if (acl.permissionType === AclPermissionTypes.ALLOW && topics.some((t) => matches(resource, t))) writers.add(acl.principal);
+    }
+  }
+  if (ownPrincipal !== undefined) writers.delete(ownPrincipal);
+  if (writers.has('User:*')) return { enforced: false, denied: [], reason: 'an ACL allows every principal (User:*) to write these topics; a DENY for User:* would refuse kmirror as well' };
+  const denied = [...writers].sort();
+  const acl: AclEntry[] = [];
+  for (const topic of topics) {
+    for (const principal of denied) {
+      if (existingDenies.has(`${topic}\u0000${principal}`)) continue;
+      acl.push({
+        resourceType: AclResourceTypes.TOPIC,
+        resourceName: topic,
+        resourcePatternType: ResourcePatternTypes.LITERAL,
+        principal,
+        host: '*',
+        operation: AclOperationTypes.WRITE,
+        permissionType: AclPermissionTypes.DENY,
+      });
+    }
+  }
+  try {
+    for (let i = 0; i < acl.length; i += 1_000) await destAdmin.createAcls({ acl: acl.slice(i, i + 1_000) });
+  } catch (err) {
+    throw kafkaFailure(err, 'create DENY WRITE ACLs on the destination');
+  }
+  return { enforced: true, denied };
+}
+
+export interface IsrStatus {
+  /** Partitions whose ISR lacks a replica, as topic-partition. */
+  readonly waiting: readonly string[];
+  /** Brokers missing from some ISR. */
+  readonly missingBrokers: readonly number[];
+  /** min.insync.replicas per topic, for the operator's picture. */
+  readonly minInsyncReplicas: Readonly<Record<string, number>>;
+}
+
+/** The destination's real ISR for `topics`: a partition converges when every replica is in sync. */
+export async function isrStatus(destination: RawCluster, destAdmin: Admin, topics: readonly string[]): Promise<IsrStatus> {
+  const waiting: string[] = [];
+  const missing = new Set<number>();
+  for (const topic of topics) {
+    for (const p of await destination.partitions(topic, true)) {
+      const absent = p.replicas.filter((r) => !p.isr.includes(r));
+      if (absent.length > 0 || p.leader < 0) {
+        waiting.push(`${topic}-${p.partitionId}`);
+        for (const b of absent) missing.add(b);
+      }
+    }
+  }
+  const minInsyncReplicas: Record<string, number> = {};
+  try {
+    const configs = await destAdmin.describeConfigs({ resources: topics.map((name) => ({ type: ConfigResourceTypes.TOPIC, name, configNames: ['min.insync.replicas'] })), includeSynonyms: false });
+    for (const r of configs.resources) {
+      const entry = r.configEntries.find((e) => e.configName === 'min.insync.replicas');
+      if (entry !== undefined) minInsyncReplicas[r.resourceName] = Number(entry.configValue);
+    }
+  } catch (err) {
+    throw kafkaFailure(err, 'describe destination topic configs');
+  }
+  return { waiting, missingBrokers: [...missing].sort((a, b) => a - b), minInsyncReplicas };
+}

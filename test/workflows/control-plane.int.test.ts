@@ -1,0 +1,105 @@
+// The control plane on the real stack: createMirror, startTopics, pauseTopics and resumeTopics as
+// Temporal workflows run by a worker built like the product's, the runner copying, and the event
+// log recording each step with who asked. Bad requests fail with their code and append nothing.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { awaitOperation, startOperation, type OperationInputs, type OperationResults } from '../../client/index.ts';
+import { readStream } from '../../db/event-store/read-stream.ts';
+import { mirrorStreamId } from '../../domain/events.ts';
+import type { Operation } from '../../workflows/messages.ts';
+import { verifyPartition } from '../../kafka/verify.ts';
+import { createKafka } from '../../kafka/connection.ts';
+import { messages, sendAll } from '../support/mirror-fixture.ts';
+import { controlPlane, type ControlPlane } from '../support/control-plane.ts';
+import { destAppConnection, randomName } from '../support/stack.ts';
+
+let t: ControlPlane;
+beforeAll(async () => {
+  t = await controlPlane();
+});
+afterAll(async () => t?.close());
+
+const run = async <O extends Operation>(operation: O, input: OperationInputs[O]): Promise<OperationResults[O]> =>
+  awaitOperation<O>(await startOperation(t.temporal, operation, input));
+
+const refusal = async <O extends Operation>(operation: O, input: OperationInputs[O]) =>
+  run(operation, input).then(
+    () => undefined,
+    (err: unknown) => err as { code: string; message: string },
+  );
+
+const ends = async (cluster: 'source' | 'dest', topic: string, partitions: number) =>
+  [...(await (cluster === 'source' ? t.source : t.dest).listOffsets(topic, Array.from({ length: partitions }, (_, i) => i), 'latest')).values()];
+
+describe('a mirror from the first request to copying', () => {
+  const mirror = randomName('m');
+  let topic: string;
+
+  it('create, start: the destination topic is created, aligned, read-only, and the data arrives at the same offsets', async () => {
+    topic = await t.sourceTopic({ partitions: 3 });
+    t.track(topic);
+    const producer = t.sourceKafka.producer({ idempotent: true, maxInFlightRequests: 1 });
+    await producer.connect();
+    await sendAll(producer, topic, messages(3_000, 3));
+    const created = await run('createMirror', { mirror, sourceCluster: 'src', destinationCluster: 'dst', actor: 'alice', reason: 'DR for orders' });
+    expect(created).toMatchObject({ mirror, runnerWorkflowId: `mirror:${mirror}`, sourceCluster: { cluster: 'src', brokers: 1 } });
+
+    const started = await run('startTopics', { mirror, topics: [topic], actor: 'alice', reason: 'go' });
+    expect(started).toMatchObject({ mirror, partitions: 3, states: { MIRRORING: 3 }, failed: [], readOnly: { enforced: true, denied: ['User:app'] } });
+    expect(started.topics).toEqual([{ topic, partitionCount: 3, replicationFactor: 1, sourceReplicationFactor: 1, created: true }]);
+    await expect.poll(() => ends('dest', topic, 3), { timeout: 30_000 }).toEqual(await ends('source', topic, 3));
+    // More data while it runs arrives too.
+    await sendAll(producer, topic, messages(300, 3, { from: 3_000 }));
+    await expect.poll(() => ends('dest', topic, 3), { timeout: 30_000 }).toEqual([1_100n, 1_100n, 1_100n]);
+    for (const p of [0, 1, 2]) expect(await verifyPartition(t.source, t.dest, topic, p)).toMatchObject({ equal: true, recordsCompared: 1_100 });
+    await producer.disconnect();
+
+    // Read-only: the destination's app user can write a topic of its own, not the mirror topic.
+    const app = createKafka(destAppConnection(), { retries: 0 }).producer();
+    await app.connect();
+    await expect(app.send({ topic, messages: [{ value: 'foreign' }] })).rejects.toMatchObject({ type: 'TOPIC_AUTHORIZATION_FAILED' });
+    await app.disconnect();
+
+    // The log says what happened and who asked.
+    const events = await readStream(t.db, mirrorStreamId(mirror));
+    expect(events.map((e) => e.type).slice(0, 5)).toEqual(['MirrorCreated', 'MirrorTopicAdded', 'PartitionTruncationCompleted', 'PartitionTruncationCompleted', 'PartitionTruncationCompleted']);
+    expect(events[0]!.metadata).toMatchObject({ actor: 'alice', reason: 'DR for orders', workflowId: `create:${mirror}` });
+    expect(events[1]!.metadata).toMatchObject({ actor: 'alice', reason: 'go' });
+    expect(events[1]!.metadata.workflowId).toMatch(new RegExp(`^start:${mirror}:`));
+    // Copies record their positions in batches as they go.
+    await expect.poll(async () => (await readStream(t.db, mirrorStreamId(mirror))).some((e) => e.type === 'PartitionPositionRecorded'), { timeout: 20_000 }).toBe(true);
+  });
+
+  it('pause stops fetching (the destination end holds while the source grows); resume catches up', async () => {
+    const paused = await run('pauseTopics', { mirror, topics: [topic], actor: 'bob' });
+    expect(paused).toMatchObject({ partitions: 3, states: { PAUSED: 3 } });
+    const held = await ends('dest', topic, 3);
+    const producer = t.sourceKafka.producer({ idempotent: true, maxInFlightRequests: 1 });
+    await producer.connect();
+    await sendAll(producer, topic, messages(300, 3, { from: 10_000 }));
+    await new Promise((r) => setTimeout(r, 3_000));
+    expect(await ends('dest', topic, 3)).toEqual(held);
+    const resumed = await run('resumeTopics', { mirror, allTopics: true, actor: 'bob' });
+    expect(resumed).toMatchObject({ partitions: 3, states: { MIRRORING: 3 } });
+    await expect.poll(() => ends('dest', topic, 3), { timeout: 30_000 }).toEqual(await ends('source', topic, 3));
+    for (const p of [0, 1, 2]) expect(await verifyPartition(t.source, t.dest, topic, p)).toMatchObject({ equal: true, recordsCompared: 1_200 });
+    await producer.disconnect();
+  });
+
+  it('bad requests fail with their code and append nothing', async () => {
+    const before = (await readStream(t.db, mirrorStreamId(mirror))).length;
+    expect(await refusal('createMirror', { mirror: 'bad name!', sourceCluster: 'src', destinationCluster: 'dst' })).toMatchObject({ code: 'INVALID_CLUSTER_MIRROR_NAME' });
+    expect(await refusal('createMirror', { mirror: randomName('m'), sourceCluster: 'nowhere', destinationCluster: 'dst' })).toMatchObject({ code: 'UNKNOWN_CLUSTER' });
+    expect(await refusal('createMirror', { mirror, sourceCluster: 'src', destinationCluster: 'dst' })).toMatchObject({ code: 'CLUSTER_MIRROR_ALREADY_EXISTS' });
+    expect(await refusal('startTopics', { mirror: randomName('none'), topics: [topic] })).toMatchObject({ code: 'UNKNOWN_CLUSTER_MIRROR' });
+    expect(await refusal('startTopics', { mirror, topics: ['no-such-topic'] })).toMatchObject({ code: 'UNKNOWN_TOPIC', message: expect.stringContaining('no-such-topic') });
+    expect(await refusal('startTopics', { mirror, include: ['(unclosed'] })).toMatchObject({ code: 'INVALID_TOPIC_PATTERN' });
+    expect(await refusal('startTopics', { mirror, topics: ['__consumer_offsets'] })).toMatchObject({ code: 'INVALID_ARGUMENT' });
+    expect(await refusal('startTopics', { mirror, topics: [topic] })).toMatchObject({ code: 'TOPIC_ALREADY_IN_CLUSTER_MIRROR' });
+    expect(await refusal('pauseTopics', { mirror, topics: ['not-in-mirror'] })).toMatchObject({ code: 'TOPIC_NOT_IN_CLUSTER_MIRROR' });
+    expect(await refusal('resumeTopics', { mirror, topics: [topic] })).toMatchObject({ code: 'MIRROR_TOPIC_NOT_PAUSED' });
+    expect(await refusal('pauseTopics', { mirror } as OperationInputs['pauseTopics'])).toMatchObject({ code: 'INVALID_ARGUMENT' });
+    expect((await readStream(t.db, mirrorStreamId(mirror))).filter((e) => e.type !== 'PartitionPositionRecorded').length).toBe(
+      (await readStream(t.db, mirrorStreamId(mirror))).slice(0, before).filter((e) => e.type !== 'PartitionPositionRecorded').length,
+    );
+  });
+});

@@ -1,0 +1,50 @@
+// `createMirror`: register a mirror from a registered source cluster into a registered destination
+// cluster, after checking both answer, and start its runner.
+// Input (Temporal UI: type `createMirror`, task queue `kmirror`, id `create:<mirror>`):
+//   {"mirror": "dr-east", "sourceCluster": "east", "destinationCluster": "west", "actor": "alice", "reason": "…"}
+import { setHandler } from '@temporalio/workflow';
+import type { ClusterCheck } from '../activities/kafka-admin.ts';
+import { asFailure, checkRequester, invalid, metadataOf, setSearchAttributes, short } from './common.ts';
+import { progressQuery, runnerWorkflowId, type Requester } from './messages.ts';
+
+export interface CreateMirrorInput extends Requester {
+  readonly mirror: string;
+  readonly sourceCluster: string;
+  readonly destinationCluster: string;
+}
+
+export interface CreateMirrorResult {
+  readonly mirror: string;
+  readonly sourceCluster: ClusterCheck;
+  readonly destinationCluster: ClusterCheck;
+  readonly runnerWorkflowId: string;
+}
+
+const SHAPE = '{"mirror": string, "sourceCluster": string, "destinationCluster": string, "actor"?: string, "reason"?: string}';
+
+export async function createMirror(input: CreateMirrorInput): Promise<CreateMirrorResult> {
+  for (const field of ['mirror', 'sourceCluster', 'destinationCluster'] as const) {
+    if (typeof input?.[field] !== 'string') throw invalid('createMirror', `"${field}" must be a string`, SHAPE);
+  }
+  checkRequester('createMirror', input, SHAPE);
+  const { mirror, sourceCluster, destinationCluster } = input;
+  setSearchAttributes({ mirror, workflow: 'createMirror' });
+  let step = 'checking the request';
+  setHandler(progressQuery, () => ({ workflow: 'createMirror', mirror, step, done: step === 'done', total: 0, states: {} }));
+  const command = { type: 'CreateMirror', mirror, sourceCluster, destinationCluster } as const;
+  const metadata = metadataOf(input);
+  try {
+    // Refusals (bad name, mirror exists, cluster not registered) come before any cluster is contacted.
+    await short.applyMirrorCommand({ command, metadata, dryRun: true });
+    step = 'checking that both clusters answer';
+    const [source, destination] = await short.checkClusters({ clusters: [sourceCluster, destinationCluster] });
+    step = 'recording the mirror';
+    await short.applyMirrorCommand({ command, metadata });
+    step = 'starting the mirror runner';
+    const runner = await short.ensureRunner({ mirror });
+    step = 'done';
+    return { mirror, sourceCluster: source!, destinationCluster: destination!, runnerWorkflowId: runner.workflowId ?? runnerWorkflowId(mirror) };
+  } catch (err) {
+    throw asFailure(err);
+  }
+}

@@ -1,0 +1,91 @@
+// What workflows, the activities that reach the runner, the client and the CLI share: workflow
+// ids, update and query definitions, and the JSON shapes they carry. Imports nothing but the
+// workflow API's definers (safe in and out of the workflow sandbox) and types.
+import { defineQuery, defineUpdate } from '@temporalio/workflow';
+import type { PartitionSelection } from '../domain/commands.ts';
+
+/** The operations an operator starts (one workflow type each) and the long-lived runner. */
+export const Operations = ['createMirror', 'startTopics', 'pauseTopics', 'resumeTopics'] as const;
+export type Operation = (typeof Operations)[number];
+export type WorkflowKind = Operation | 'mirrorRunner';
+
+/** The runner's workflow id: one runner per mirror. */
+export const runnerWorkflowId = (mirror: string): string => `mirror:${mirror}`;
+
+/** Who asked and why: stored as the events' metadata (never a credential). */
+export interface Requester {
+  /** Default: the OS user of the CLI, or "temporal-ui" when a workflow started from the UI names no actor. */
+  readonly actor?: string;
+  readonly reason?: string;
+}
+
+/** A request an operation makes to the runner, with the operation that makes it (event metadata). */
+export interface RunnerRequest {
+  readonly partitions: PartitionSelection;
+  readonly actor: string;
+  readonly reason?: string;
+  readonly workflowId: string;
+  readonly runId: string;
+}
+
+/** What a runner update did: how many partitions it touched and where they are now. */
+export interface RunnerChange {
+  readonly partitions: number;
+  /** Partition count per state, after the change. */
+  readonly states: Readonly<Record<string, number>>;
+  /** Partitions that ended FAILED (at most 100 listed). */
+  readonly failed: readonly FailedPartition[];
+}
+
+export interface FailedPartition {
+  readonly topic: string;
+  readonly partition: number;
+  readonly code: string;
+  readonly message: string;
+}
+
+/** Pause: PAUSING, then returns once no copy fetches those partitions, and they are PAUSED. */
+export const pauseUpdate = defineUpdate<RunnerChange, [RunnerRequest]>('pause');
+/** Resume: back to MIRRORING; copying restarts from the destination end. */
+export const resumeUpdate = defineUpdate<RunnerChange, [RunnerRequest]>('resume');
+/** The partitions a start put in LOG_TRUNCATION: the runner aligns them, waits for their ISR and
+ *  moves them to MIRRORING; returns once none of them is still in LOG_TRUNCATION. */
+export const truncateUpdate = defineUpdate<RunnerChange, [RunnerRequest]>('truncate');
+
+export interface PartitionProgress {
+  readonly topic: string;
+  readonly partition: number;
+  readonly state: string;
+  readonly error?: { readonly code: string; readonly message: string };
+}
+
+/** Every workflow's `progress` query: the step it is at and its partitions by state. */
+export interface OperationProgress {
+  readonly workflow: WorkflowKind;
+  readonly mirror: string;
+  /** What it is doing now, for people ("creating destination topics", "waiting for the ISR"). */
+  readonly step: string;
+  readonly done: boolean;
+  /** Partitions the operation is about. */
+  readonly total: number;
+  /** Partition count per state. */
+  readonly states: Readonly<Record<string, number>>;
+  /** Per partition (omitted with {summary: true}; at most 10,000 listed). */
+  readonly partitions?: readonly PartitionProgress[];
+}
+
+export const progressQuery = defineQuery<OperationProgress, [{ readonly summary?: boolean }?]>('progress');
+
+/** The runner's own picture, beyond `progress`: its running activities. */
+export interface RunnerStatus {
+  readonly mirror: string;
+  readonly copies: number;
+  readonly truncations: number;
+  /** Partitions being copied right now. */
+  readonly copying: number;
+  /** FAILED partitions with an automatic retry scheduled. */
+  readonly retriesScheduled: number;
+  readonly restarts: number;
+}
+
+export const statusQuery = defineQuery<RunnerStatus>('status');

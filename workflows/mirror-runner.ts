@@ -1,0 +1,221 @@
+// `mirrorRunner`: the long-lived workflow of one mirror (id `mirror:<name>`), the only owner of its
+// data-plane activities (DESIGN §4). It aligns partitions in LOG_TRUNCATION (then waits for their
+// ISR and moves them to MIRRORING), copies MIRRORING partitions in copy activities of up to
+// partitionsPerCopier partitions, records a copy's failures as FAILED partitions and retries the
+// retryable ones with backoff (1 s … 300 s), and answers the operations' Updates: pause (returns
+// once fetching has stopped), resume, truncate (a start's new partitions). It continues as new when
+// Temporal suggests it, after its tasks and handlers have finished.
+//
+// Input (Temporal UI: workflow type `mirrorRunner`, id `mirror:<name>`): {"mirror": "<name>"}.
+// Operations start it themselves (createMirror, and any update finds or starts it).
+// State and decisions live in mirror-runner-state.ts; this file performs them.
+import {
+  allHandlersFinished,
+  ApplicationFailure,
+  CancellationScope,
+  condition,
+  continueAsNew,
+  log,
+  setHandler,
+  workflowInfo,
+} from '@temporalio/workflow';
+import type { MirrorCommandInput } from '../activities/event-store.ts';
+import { asFailure, dataPlane, failureOf, isStop, metadataOf, Mutex, selectionOf, setSearchAttributes, short, waits } from './common.ts';
+import { pauseUpdate, progressQuery, resumeUpdate, statusQuery, truncateUpdate, type RunnerRequest } from './messages.ts';
+import { MirrorRunnerState, type Task } from './mirror-runner-state.ts';
+
+export interface MirrorRunnerInput {
+  readonly mirror: string;
+}
+
+export interface MirrorRunnerResult {
+  readonly mirror: string;
+  readonly ended: string;
+}
+
+/** Continue as new past this many history events even if Temporal has not suggested it yet. */
+const HISTORY_LIMIT = 20_000;
+
+export async function mirrorRunner(input: MirrorRunnerInput): Promise<MirrorRunnerResult> {
+  if (typeof input?.mirror !== 'string' || input.mirror === '') {
+    throw ApplicationFailure.nonRetryable('mirrorRunner expects {"mirror": "<name>"}', 'INVALID_ARGUMENT');
+  }
+  const { mirror } = input;
+  setSearchAttributes({ mirror, workflow: 'mirrorRunner' });
+  const settings = await short.runnerSettings();
+  const tasks = dataPlane(settings.copyHeartbeatTimeoutMs);
+  const view = await short.loadMirrorView({ mirror });
+  if (view.state === null) return { mirror, ended: `mirror ${mirror} does not exist` };
+  const state = new MirrorRunnerState(mirror, settings);
+  state.load(view, Date.now());
+
+  const lock = new Mutex();
+  const scopes = new Map<number, CancellationScope>();
+  const system = metadataOf({ actor: 'kmirror' });
+  let draining = false;
+
+  /** Apply a command and take in the states it left, one at a time (the lock). */
+  const command = (cmd: MirrorCommandInput, metadata = system) =>
+    lock.run(async () => {
+      const result = await short.applyMirrorCommand({ command: cmd, metadata });
+      state.apply(result.topics, Date.now());
+      return result;
+    });
+
+  /** Re-read every partition's state (after a command was refused: someone else moved them). */
+  const reload = () =>
+    lock.run(async () => {
+      state.apply((await short.loadMirrorView({ mirror })).topics, Date.now());
+    });
+
+  // --- Updates and queries ------------------------------------------------------------------
+  const validate = (name: string) => (req: RunnerRequest) => {
+    if (draining) throw ApplicationFailure.create({ type: 'RUNNER_BUSY', message: `the runner of mirror ${mirror} is restarting; try again`, nonRetryable: false });
+    if (typeof req?.actor !== 'string' || typeof req.workflowId !== 'string' || typeof req.runId !== 'string' || (req.partitions !== 'all' && !Array.isArray(req.partitions))) {
+      throw ApplicationFailure.nonRetryable(`${name}: expected {"partitions": "all" | [{"topic", "partitions"?}], "actor", "workflowId", "runId"}`, 'INVALID_ARGUMENT');
+    }
+    if (req.partitions !== 'all') {
+      for (const p of req.partitions) {
+        if (!state.hasTopic(p.topic)) throw ApplicationFailure.nonRetryable(`topic ${p.topic} is not in mirror ${mirror}`, 'TOPIC_NOT_IN_CLUSTER_MIRROR');
+      }
+    }
+  };
+  const requestMetadata = (req: RunnerRequest) => ({ actor: req.actor, ...(req.reason === undefined ? {} : { reason: req.reason }), workflowId: req.workflowId, runId: req.runId });
+
+  setHandler(
+    pauseUpdate,
+    async (req) => {
+      const keys = state.keysOf(req.partitions);
+      try {
+        await command({ type: 'PauseTopics', mirror, partitions: req.partitions }, requestMetadata(req));
+        // The main loop cancels the copies that hold them; a cancelled copy returns only once its
+        // in-flight produce requests are acknowledged (WAIT_CANCELLATION_COMPLETED).
+        await condition(() => state.idle(keys));
+        const pausing = state.inState(keys, 'PAUSING');
+        if (pausing.length > 0) await command({ type: 'CompletePause', mirror, partitions: selectionOf(pausing) }, requestMetadata(req));
+      } catch (err) {
+        throw asFailure(err);
+      }
+      return state.change(keys);
+    },
+    { validator: validate('pause') },
+  );
+
+  setHandler(
+    resumeUpdate,
+    async (req) => {
+      const keys = state.keysOf(req.partitions);
+      try {
+        await command({ type: 'ResumeTopics', mirror, partitions: req.partitions }, requestMetadata(req));
+      } catch (err) {
+        throw asFailure(err);
+      }
+      return state.change(keys);
+    },
+    { validator: validate('resume') },
+  );
+
+  setHandler(
+    truncateUpdate,
+    async (req) => {
+      // A start appended these partitions (LOG_TRUNCATION) after this runner loaded: read them.
+      const topics = req.partitions === 'all' ? undefined : req.partitions.map((p) => p.topic);
+      await lock.run(async () => state.apply((await short.loadMirrorView({ mirror, ...(topics ? { topics } : {}) })).topics, Date.now()));
+      const keys = state.keysOf(req.partitions);
+      await condition(() => state.noneIn(keys, ['LOG_TRUNCATION']));
+      return state.change(keys);
+    },
+    {
+      validator: (req) => {
+        if (draining) throw ApplicationFailure.create({ type: 'RUNNER_BUSY', message: `the runner of mirror ${mirror} is restarting; try again`, nonRetryable: false });
+        if (typeof req?.actor !== 'string' || (req.partitions !== 'all' && !Array.isArray(req.partitions))) {
+          throw ApplicationFailure.nonRetryable('truncate: expected {"partitions": [{"topic"}], "actor", "workflowId", "runId"}', 'INVALID_ARGUMENT');
+        }
+      },
+    },
+  );
+
+  setHandler(progressQuery, (options) => ({ workflow: 'mirrorRunner', mirror, step: draining ? 'restarting' : 'running', done: false, ...state.progress(options?.summary === true) }));
+  setHandler(statusQuery, () => ({
+    mirror,
+    copies: state.runningTasks('copy'),
+    truncations: state.runningTasks('truncate'),
+    copying: state.copying(),
+    retriesScheduled: state.retriesScheduled(),
+    restarts: state.restarts,
+  }));
+
+  // --- Tasks --------------------------------------------------------------------------------
+  const run = async (task: Task) => {
+    if (task.kind === 'copy') return (await tasks.copyPartitions({ mirror, assignments: task.assignments })).partitions;
+    const aligned = await tasks.alignPartitions({ mirror, assignments: task.assignments });
+    const ok = aligned.partitions.filter((p) => p.status !== 'failed');
+    if (ok.length > 0) {
+      await waits.waitForIsr({ mirror, topics: [...new Set(ok.map((p) => p.topic))] });
+      await command({ type: 'CompleteTruncation', mirror, partitions: selectionOf(ok) });
+    }
+    return aligned.partitions;
+  };
+
+  const launch = (task: Task): void => {
+    const scope = new CancellationScope();
+    scopes.set(task.id, scope);
+    void scope
+      .run(() => run(task))
+      .then(
+        (results) => state.taskEnded(task.id, results),
+        (err: unknown) => {
+          const failure = failureOf(err);
+          if (isStop(err) || failure === undefined) {
+            if (!isStop(err)) log.warn('data-plane task ended unexpectedly', { mirror, task: task.id, error: String(err) });
+            state.taskStopped(task.id);
+          } else {
+            state.taskFailed(task.id, failure);
+          }
+        },
+      )
+      .finally(() => scopes.delete(task.id));
+  };
+
+  // --- Main loop ----------------------------------------------------------------------------
+  // Pauses interrupted by a restart: nothing copies them any more, so they are paused.
+  const interrupted = state.inState(state.keysOf('all'), 'PAUSING');
+  if (interrupted.length > 0) await command({ type: 'CompletePause', mirror, partitions: selectionOf(interrupted) });
+
+  for (;;) {
+    state.changed = false;
+    for (const group of state.takeFailures()) {
+      const first = group[0]!;
+      try {
+        await command({ type: 'FailPartitions', mirror, partitions: selectionOf(group), error: { code: first.code, message: first.message }, retryable: first.retryable });
+      } catch (err) {
+        log.warn('recording partition failures was refused; re-reading the mirror', { mirror, error: String(err) });
+        await reload();
+      }
+      state.failuresRecorded(group);
+    }
+    const due = state.dueRetries(Date.now());
+    if (due.length > 0) {
+      try {
+        await command({ type: 'RetryPartitions', mirror, partitions: selectionOf(due), trigger: 'automatic' });
+      } catch (err) {
+        log.warn('automatic retry was refused; re-reading the mirror', { mirror, error: String(err) });
+        await reload();
+      }
+    }
+    for (const id of state.tasksToStop()) scopes.get(id)?.cancel();
+    for (const task of state.tasksToStart()) launch(task);
+
+    const info = workflowInfo();
+    if ((info.continueAsNewSuggested || info.historyLength > HISTORY_LIMIT) && state.runningTasks('truncate') === 0 && allHandlersFinished()) {
+      // New requests are refused (RUNNER_BUSY, retried by the caller) while the copies stop.
+      draining = true;
+      for (const scope of scopes.values()) scope.cancel();
+      await condition(() => state.runningTasks() === 0);
+      await continueAsNew<typeof mirrorRunner>({ mirror });
+    }
+    const deadline = state.nextDeadline();
+    if (deadline === undefined) await condition(() => state.changed);
+    else await condition(() => state.changed, Math.max(1, deadline - Date.now()));
+  }
+}
