@@ -24,7 +24,9 @@
 // Pure: no I/O, no kafkajs. The copier re-stamps producer id/epoch/sequence and the CRC, and keeps
 // everything else — keys, values, headers (order, duplicates, nulls), timestamps, compression.
 import { crc32c } from '@node-rs/crc32';
+import { decompressFrameSync as lz4DecompressFrame } from 'lz4-napi';
 import { gunzipSync, zstdDecompressSync } from 'node:zlib';
+import { uncompressSync as snappyUncompress } from 'snappy';
 import { KmirrorError } from '../domain/errors.ts';
 
 export const BATCH_HEADER_BYTES = 61;
@@ -176,20 +178,61 @@ class Reader {
   }
 }
 
+const codecNames: Readonly<Record<number, string>> = Object.fromEntries(Object.entries(Codec).map(([name, id]) => [id, name]));
+
+// Snappy as the Java producer writes it (snappy-java's SnappyOutputStream, "xerial" framing):
+//   magic 0x82 'SNAPPY' 0x00 (8 bytes), int32 version, int32 compatible version, then blocks of
+//   [int32 compressed length][raw snappy block], all big-endian.
+// librdkafka and kafkajs-snappy may write one plain raw snappy block instead. As in librdkafka, the
+// magic decides, and unambiguously: in a raw block those bytes would be the length varint 0x82 0x53
+// followed by 'N', a copy element, but a block must open with a literal.
+const XERIAL_MAGIC = Buffer.from([0x82, 0x53, 0x4e, 0x41, 0x50, 0x50, 0x59, 0x00]);
+const XERIAL_HEADER_BYTES = XERIAL_MAGIC.length + 8;
+
+function snappyBlock(block: Buffer): Buffer {
+  // asBuffer: true makes it a Buffer; the typings do not narrow on the option.
+  return snappyUncompress(block, { asBuffer: true }) as Buffer;
+}
+
+function snappyDecompress(body: Buffer): Buffer {
+  if (body.length < XERIAL_HEADER_BYTES || !body.subarray(0, XERIAL_MAGIC.length).equals(XERIAL_MAGIC)) return snappyBlock(body);
+  const blocks: Buffer[] = [];
+  let pos = XERIAL_HEADER_BYTES;
+  while (pos < body.length) {
+    if (pos + 4 > body.length) throw new Error(`xerial snappy block length at byte ${pos} is truncated`);
+    const length = body.readInt32BE(pos);
+    pos += 4;
+    if (length < 0 || pos + length > body.length) throw new Error(`xerial snappy block at byte ${pos - 4} declares ${length} bytes, ${body.length - pos} remain`);
+    blocks.push(snappyBlock(body.subarray(pos, pos + length)));
+    pos += length;
+  }
+  return blocks.length === 1 ? blocks[0]! : Buffer.concat(blocks);
+}
+
+/** Decompressors by codec id. lz4 is the LZ4 frame format (magic 2 batches carry a correct header checksum). */
+const decompressors: Readonly<Record<number, (body: Buffer) => Buffer>> = {
+  [Codec.gzip]: gunzipSync,
+  [Codec.snappy]: snappyDecompress,
+  [Codec.lz4]: lz4DecompressFrame,
+  [Codec.zstd]: zstdDecompressSync,
+};
+
+/** The batch's records section, decompressed. Corrupt or unknown compression is INVALID_ARGUMENT. */
 function recordsPayload(batch: RawBatch): Buffer {
   const body = batch.bytes.subarray(BATCH_HEADER_BYTES);
-  switch (batch.codec) {
-    case Codec.none:
-      return body;
-    case Codec.gzip:
-      return gunzipSync(body);
-    case Codec.zstd:
-      return zstdDecompressSync(body);
-    default:
-      throw new KmirrorError(
-        'INVALID_ARGUMENT',
-        `decoding records compressed with codec ${batch.codec} (snappy/lz4) is not supported; copying them is (batches are copied unchanged)`,
-      );
+  if (batch.codec === Codec.none) return body;
+  const codec = codecNames[batch.codec];
+  const decompress = decompressors[batch.codec];
+  const details = { codec: codec ?? batch.codec, baseOffset: batch.baseOffset.toString() };
+  if (codec === undefined || decompress === undefined) {
+    throw new KmirrorError('INVALID_ARGUMENT', `record batch at offset ${batch.baseOffset} has unknown compression codec ${batch.codec}`, details);
+  }
+  try {
+    return decompress(body);
+  } catch (err) {
+    throw new KmirrorError('INVALID_ARGUMENT', `cannot decompress the ${codec} records of the batch at offset ${batch.baseOffset}: ${(err as Error).message}`, details, {
+      cause: err,
+    });
   }
 }
 

@@ -1,6 +1,24 @@
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import { asRawBatch, crcValid, decodeRecords, encodeBatch, isContiguous, nextSequence, restampBatch, splitBatches, type RecordToEncode } from '../../kafka/wire.ts';
+import { crc32c } from '@node-rs/crc32';
+import { compressFrameSync as lz4CompressFrame } from 'lz4-napi';
+import { gzipSync, zstdCompressSync } from 'node:zlib';
+import { compressSync as snappyCompress } from 'snappy';
+import { isKmirrorError, type KmirrorError } from '../../domain/errors.ts';
+import {
+  asRawBatch,
+  BATCH_HEADER_BYTES,
+  Codec,
+  crcValid,
+  decodeRecords,
+  encodeBatch,
+  isContiguous,
+  nextSequence,
+  restampBatch,
+  splitBatches,
+  type RawBatch,
+  type RecordToEncode,
+} from '../../kafka/wire.ts';
 
 const stamp = { producerId: 42n, producerEpoch: 3, baseSequence: 7 };
 
@@ -60,5 +78,145 @@ describe('RecordBatch v2', () => {
   it('wraps producer sequence numbers at 2^31', () => {
     expect(nextSequence(2 ** 31 - 2, 3)).toBe(1);
     expect(nextSequence(10, 5)).toBe(15);
+  });
+});
+
+/** snappy-java's SnappyOutputStream format (what the Java producer writes), `blockBytes` of input per block. */
+function xerialSnappy(data: Buffer, blockBytes: number): Buffer {
+  const header = Buffer.alloc(16);
+  Buffer.from([0x82, 0x53, 0x4e, 0x41, 0x50, 0x50, 0x59, 0x00]).copy(header);
+  header.writeInt32BE(1, 8);
+  header.writeInt32BE(1, 12);
+  const chunks: Buffer[] = [header];
+  for (let pos = 0; pos < data.length; pos += blockBytes) {
+    const block = snappyCompress(data.subarray(pos, pos + blockBytes));
+    const length = Buffer.alloc(4);
+    length.writeInt32BE(block.length);
+    chunks.push(length, block);
+  }
+  return Buffer.concat(chunks);
+}
+
+const codecNames: Readonly<Record<number, string>> = Object.fromEntries(Object.entries(Codec).map(([name, id]) => [id, name]));
+
+interface Compression {
+  readonly name: string;
+  readonly codec: number;
+  readonly compress: (records: Buffer) => Buffer;
+}
+
+const compressions: readonly Compression[] = [
+  { name: 'none', codec: Codec.none, compress: (b) => b },
+  { name: 'gzip', codec: Codec.gzip, compress: (b) => gzipSync(b) },
+  { name: 'snappy (raw block)', codec: Codec.snappy, compress: (b) => snappyCompress(b) },
+  { name: 'snappy (xerial framing, 100-byte blocks)', codec: Codec.snappy, compress: (b) => xerialSnappy(b, 100) },
+  { name: 'snappy (xerial framing, 32 KiB blocks)', codec: Codec.snappy, compress: (b) => xerialSnappy(b, 32 * 1024) },
+  { name: 'lz4 (frame)', codec: Codec.lz4, compress: (b) => lz4CompressFrame(b) },
+  { name: 'lz4 (frame with block and content checksums)', codec: Codec.lz4, compress: (b) => lz4CompressFrame(b, { blockChecksums: true, contentChecksum: true }) },
+  { name: 'zstd', codec: Codec.zstd, compress: (b) => zstdCompressSync(b) },
+];
+
+/** A batch whose records section is `body` (compressed with `codec`): length, attributes and CRC fixed up. */
+function batchWithBody(template: Buffer, codec: number, body: Buffer): RawBatch {
+  const bytes = Buffer.concat([template.subarray(0, BATCH_HEADER_BYTES), body]);
+  bytes.writeInt32BE(bytes.length - 12, 8);
+  bytes.writeInt16BE((template.readInt16BE(21) & ~0x07) | codec, 21);
+  bytes.writeUInt32BE(crc32c(bytes.subarray(21)), 17);
+  return asRawBatch(bytes);
+}
+
+/** encodeBatch(), then its records section compressed as `compression` does. */
+function compressedBatch(records: readonly RecordToEncode[], compression: Compression): RawBatch {
+  const plain = encodeBatch(records, stamp);
+  return batchWithBody(plain, compression.codec, compression.compress(plain.subarray(BATCH_HEADER_BYTES)));
+}
+
+function decodeError(batch: RawBatch): unknown {
+  try {
+    decodeRecords(batch);
+  } catch (err) {
+    return err;
+  }
+  return undefined;
+}
+
+describe('compressed RecordBatch v2', () => {
+  // Compressible records (repeated text) so every codec really compresses and the payloads span
+  // several xerial and lz4 blocks.
+  const bulky: RecordToEncode[] = Array.from({ length: 200 }, (_, i) => ({
+    timestamp: 1_700_000_000_000n + BigInt(i),
+    key: Buffer.from(`key-${i}`),
+    value: Buffer.from(`value ${i} `.repeat(40)),
+    headers: [{ key: 'h', value: Buffer.from(String(i)) }],
+  }));
+
+  it.each(compressions)('$name: decodes any records exactly', (compression) => {
+    fc.assert(
+      fc.property(fc.array(recordArb, { minLength: 1, maxLength: 30 }), (records) => {
+        const batch = compressedBatch(records, compression);
+        expect(batch.codec).toBe(compression.codec);
+        expect(crcValid(batch)).toBe(true);
+        const decoded = decodeRecords(batch);
+        expect(decoded.map((r) => ({ timestamp: r.timestamp, key: r.key, value: r.value, headers: r.headers }))).toEqual(
+          records.map((r) => ({ ...r, headers: [...r.headers] })),
+        );
+        expect(decoded.map((r) => r.offset)).toEqual(records.map((_, i) => BigInt(i)));
+      }),
+      { numRuns: 50 },
+    );
+  });
+
+  it.each(compressions)('$name: decodes a large batch exactly, and a restamped copy the same', (compression) => {
+    const batch = compressedBatch(bulky, compression);
+    const decoded = decodeRecords(batch);
+    expect(decoded.map((r) => ({ timestamp: r.timestamp, key: r.key, value: r.value, headers: r.headers }))).toEqual(bulky);
+    const restamped = asRawBatch(Buffer.concat(restampBatch(batch, { producerId: 7n, producerEpoch: 0, baseSequence: 0 })));
+    expect(restamped.codec).toBe(compression.codec);
+    expect(decodeRecords(restamped)).toEqual(decoded);
+  });
+
+  it.each(compressions.filter((c) => c.codec !== Codec.none))('$name: a truncated records section is a KmirrorError naming the codec', (compression) => {
+    const plain = encodeBatch(bulky, stamp);
+    const body = compression.compress(plain.subarray(BATCH_HEADER_BYTES));
+    const err = decodeError(batchWithBody(plain, compression.codec, body.subarray(0, Math.floor(body.length / 2))));
+    const codec = codecNames[compression.codec]!;
+    expect(isKmirrorError(err, 'INVALID_ARGUMENT')).toBe(true);
+    expect((err as Error).message).toMatch(new RegExp(`^cannot decompress the ${codec} records of the batch at offset 0: .`));
+    expect((err as KmirrorError).details).toEqual({ codec, baseOffset: '0' });
+  });
+
+  it.each([
+    ['gzip', Codec.gzip],
+    ['snappy', Codec.snappy],
+    ['lz4', Codec.lz4],
+    ['zstd', Codec.zstd],
+  ] as const)('%s: bytes that are not %s at all are a KmirrorError', (name, codec) => {
+    const plain = encodeBatch(bulky, stamp);
+    const err = decodeError(batchWithBody(plain, codec, Buffer.from('these bytes were never compressed')));
+    expect(isKmirrorError(err, 'INVALID_ARGUMENT')).toBe(true);
+    expect((err as Error).message).toContain(`cannot decompress the ${name} records`);
+  });
+
+  it('xerial snappy: a block length running past the end is a KmirrorError', () => {
+    const plain = encodeBatch(bulky, stamp);
+    const body = xerialSnappy(plain.subarray(BATCH_HEADER_BYTES), 1024);
+    body.writeInt32BE(body.length, 16); // first block claims more bytes than the whole body
+    const err = decodeError(batchWithBody(plain, Codec.snappy, body));
+    expect(isKmirrorError(err, 'INVALID_ARGUMENT')).toBe(true);
+    expect((err as Error).message).toMatch(/xerial snappy block at byte 16 declares \d+ bytes/);
+  });
+
+  it('lz4: a flipped byte under block checksums is a KmirrorError', () => {
+    const plain = encodeBatch(bulky, stamp);
+    const body = lz4CompressFrame(plain.subarray(BATCH_HEADER_BYTES), { blockChecksums: true, contentChecksum: true });
+    body[body.length - 20]! ^= 0x01;
+    expect(isKmirrorError(decodeError(batchWithBody(plain, Codec.lz4, body)), 'INVALID_ARGUMENT')).toBe(true);
+  });
+
+  it('an unknown codec id is a KmirrorError', () => {
+    const plain = encodeBatch(bulky, stamp);
+    const err = decodeError(batchWithBody(plain, 5, plain.subarray(BATCH_HEADER_BYTES)));
+    expect(isKmirrorError(err, 'INVALID_ARGUMENT')).toBe(true);
+    expect((err as Error).message).toBe('record batch at offset 0 has unknown compression codec 5');
   });
 });
