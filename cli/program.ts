@@ -1,16 +1,17 @@
-// The `kmirror` command line. Commands exist only when they work: today that is `worker`; the
-// mirror operations arrive with the workflows that implement them.
+// The `kmirror` command line: clusters, mirror operations (each a Temporal workflow), read commands
+// over the event store, and the worker. Commands only parse, call client/ or db/ read models, and
+// print (cli/context.ts opens what they need and closes it after).
 //
 // Exit codes: 0 success, 1 a failure reported as `error <CODE>: <message>` (with --json as
 // {"error":{"code","message"}} on stdout), 2 a usage error (INVALID_ARGUMENT).
 import { Command, CommanderError } from 'commander';
 import { readFileSync } from 'node:fs';
 import { KmirrorError } from '../domain/errors.ts';
+import { clusterCommand } from './commands/cluster.ts';
+import { mirrorCommands } from './commands/mirrors.ts';
+import { operationCommands } from './commands/operations.ts';
+import { CliContext, type GlobalOptions } from './context.ts';
 import { printError, processOutput, type Output } from './output.ts';
-
-interface GlobalOptions {
-  json?: boolean;
-}
 
 const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string };
 
@@ -20,17 +21,20 @@ Configuration comes from environment variables (every one is described in .env.e
   DATABASE_URL                                                the event store
   KMIRROR_SECRET_KEY[_FILE]                                   key for stored cluster credentials
   KMIRROR_LOG_LEVEL                                           debug | info | warn | error
+  TEMPORAL_UI_URL                                             printed in workflow links
 Variables not set in the environment are read from KMIRROR_ENV_FILE, by default the local
 stack's .stack/env (written by \`npm run stack -- up\`). The environment always wins.
 
 Exit codes: 0 ok, 1 error (printed as "error <CODE>: <message>"), 2 usage error.
 With --json, errors are printed on stdout as {"error":{"code":"<CODE>","message":"…"}}.`;
 
-export function buildProgram(output: Output = processOutput): Command {
-  const program = new Command('kmirror')
+export function buildProgram(output: Output = processOutput, context?: (ctx: CliContext) => void): Command {
+  const program: Command = new Command('kmirror')
     .description('Offset-preserving, KIP-1279-style cluster mirroring for stock Apache Kafka')
     .version(pkg.version, '-V, --version', 'print the kmirror version')
     .option('--json', 'machine-readable output (errors as {"error":{"code","message"}} on stdout)')
+    .option('--actor <name>', 'who asks, recorded in the events (default: the OS user)')
+    .option('--reason <text>', 'why, recorded in the events')
     .helpOption('-h, --help', 'show help for kmirror or a command')
     .helpCommand('help [command]', 'show help for a command')
     .addHelpText('after', environmentHelp)
@@ -42,6 +46,13 @@ export function buildProgram(output: Output = processOutput): Command {
       // Usage errors are reported by runCli in the common error format instead.
       outputError: () => {},
     });
+
+  const ctx = new CliContext(output, () => program.opts<GlobalOptions>());
+  context?.(ctx);
+  program.addCommand(clusterCommand(ctx));
+  for (const command of [...operationCommands(ctx), ...mirrorCommands(ctx)]) program.addCommand(command);
+  // Every command's clients are closed after it, whatever happened.
+  program.hook('postAction', () => ctx.close());
 
   program
     .command('worker')
@@ -59,11 +70,13 @@ export function buildProgram(output: Output = processOutput): Command {
 
 /** Parse and run; returns the exit code instead of exiting, so tests can call it in-process. */
 export async function runCli(argv: readonly string[], output: Output = processOutput): Promise<number> {
-  const program = buildProgram(output);
+  let ctx: CliContext | undefined;
+  const program = buildProgram(output, (c) => (ctx = c));
   try {
     await program.parseAsync([...argv]);
     return 0;
   } catch (err) {
+    await ctx?.close();
     const json = program.opts<GlobalOptions>().json ?? argv.includes('--json');
     if (err instanceof CommanderError) {
       if (err.code === 'commander.helpDisplayed' || err.code === 'commander.version') return 0;

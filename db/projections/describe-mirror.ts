@@ -72,3 +72,34 @@ export async function describeMirror(db: Db | Trx, name: string, options: { read
     topics: topics.map((t) => ({ topic: t.topic, partitionCount: t.partition_count, partitions: byTopic.get(t.topic) ?? [] })),
   };
 }
+
+export interface MirrorSummary {
+  readonly name: string;
+  readonly state: string;
+  readonly sourceCluster: string;
+  readonly destinationCluster: string;
+  readonly topics: number;
+  readonly partitions: number;
+  /** Partition count per state. */
+  readonly states: Readonly<Record<string, number>>;
+}
+
+/** Every mirror that is not deleted, with its partitions counted by state (one query each). */
+export async function listMirrors(db: Db | Trx): Promise<MirrorSummary[]> {
+  const mirrors = await db.selectFrom('mirrors').selectAll().where('state', '!=', 'deleted').orderBy('name').execute();
+  const topics = await db.selectFrom('mirror_topics').select(['mirror', (eb) => eb.fn.countAll<string>().as('n')]).groupBy('mirror').execute();
+  const states = await db.selectFrom('mirror_partitions').select(['mirror', 'state', (eb) => eb.fn.countAll<string>().as('n')]).groupBy(['mirror', 'state']).execute();
+  return mirrors.map((m) => {
+    const byState: Record<string, number> = {};
+    for (const s of states) if (s.mirror === m.name) byState[s.state] = Number(s.n);
+    return {
+      name: m.name,
+      state: m.state,
+      sourceCluster: m.source_cluster,
+      destinationCluster: m.destination_cluster,
+      topics: Number(topics.find((t) => t.mirror === m.name)?.n ?? 0),
+      partitions: Object.values(byState).reduce((a, b) => a + b, 0),
+      states: byState,
+    };
+  });
+}

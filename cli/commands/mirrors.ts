@@ -1,0 +1,230 @@
+// Read commands: `list`, `describe` (the projection plus live offsets from both clusters) and
+// `history` (the mirror's events, and the hash chain's check).
+import { Command, InvalidArgumentError } from 'commander';
+import { readStream } from '../../db/event-store/read-stream.ts';
+import { verifyChain } from '../../db/event-store/verify-chain.ts';
+import { describeMirror, listMirrors } from '../../db/projections/describe-mirror.ts';
+import { isKmirrorError, KmirrorError } from '../../domain/errors.ts';
+import { mirrorStreamId } from '../../domain/events.ts';
+import { IsolationLevel } from '../../kafka/protocol.ts';
+import { errorBody } from '../../errors-output.ts';
+import type { CliContext } from '../context.ts';
+import { table } from '../render.ts';
+
+/** A partition as `describe --json` prints it (offsets and lag as decimal strings). */
+export interface DescribedPartition {
+  readonly topic: string;
+  readonly partition: number;
+  readonly state: string;
+  readonly sourceEndOffset: string | null;
+  readonly destinationEndOffset: string | null;
+  readonly lag: string | null;
+  readonly lastMirroredOffset: string | null;
+  readonly retryAttempt: number;
+  readonly error: { readonly code: string; readonly message: string } | null;
+}
+
+export interface ClusterReach {
+  readonly cluster: string;
+  readonly reachable: boolean;
+  readonly error?: { readonly code: string; readonly message: string };
+}
+
+export interface DescribedMirror {
+  readonly name: string;
+  readonly state: string;
+  readonly sourceCluster: string;
+  readonly destinationCluster: string;
+  readonly include: readonly string[];
+  readonly exclude: readonly string[];
+  /** Whether each cluster answered (offsets are null where it did not). */
+  readonly clusters: { readonly source: ClusterReach; readonly destination: ClusterReach };
+  readonly partitions: readonly DescribedPartition[];
+}
+
+const key = (topic: string, partition: number) => `${topic}\u0000${partition}`;
+
+/** End offsets of the partitions on one cluster: the LSO on the source (what can be mirrored), the
+ *  high watermark on the destination. A cluster that does not answer is reported, not thrown. */
+async function liveEnds(ctx: CliContext, cluster: string, topics: readonly { topic: string; partitions: number[] }[], isolation: number): Promise<{ reach: ClusterReach; ends: Map<string, bigint> }> {
+  const ends = new Map<string, bigint>();
+  try {
+    const client = await (await ctx.clusters()).get(cluster);
+    let next = 0;
+    const worker = async () => {
+      while (next < topics.length) {
+        const { topic, partitions } = topics[next++]!;
+        try {
+          for (const [p, end] of await client.raw.listOffsets(topic, partitions, 'latest', isolation)) ends.set(key(topic, p), end);
+        } catch (err) {
+          // A topic deleted on this cluster: its offsets stay unknown, the others are still shown.
+          if (!isKmirrorError(err, 'UNKNOWN_TOPIC')) throw err;
+        }
+      }
+    };
+    await Promise.all(Array.from({ length: Math.min(16, topics.length) }, worker));
+    return { reach: { cluster, reachable: true }, ends };
+  } catch (err) {
+    return { reach: { cluster, reachable: false, error: errorBody(err) }, ends };
+  }
+}
+
+export async function describeLive(ctx: CliContext, mirror: string, options: { failedOnly?: boolean } = {}): Promise<DescribedMirror> {
+  const d = await describeMirror(await ctx.db(), mirror, options);
+  if (d.state === 'deleted') throw new KmirrorError('UNKNOWN_CLUSTER_MIRROR', `mirror ${mirror} does not exist (deleted)`, { mirror });
+  const topics = d.topics.filter((t) => t.partitions.length > 0).map((t) => ({ topic: t.topic, partitions: t.partitions.map((p) => p.partition) }));
+  const [source, destination] = await Promise.all([
+    liveEnds(ctx, d.sourceCluster, topics, IsolationLevel.READ_COMMITTED),
+    liveEnds(ctx, d.destinationCluster, topics, IsolationLevel.READ_UNCOMMITTED),
+  ]);
+  const partitions: DescribedPartition[] = d.topics.flatMap((t) =>
+    t.partitions.map((p) => {
+      const s = source.ends.get(key(t.topic, p.partition));
+      const dst = destination.ends.get(key(t.topic, p.partition));
+      return {
+        topic: t.topic,
+        partition: p.partition,
+        state: p.state,
+        sourceEndOffset: s?.toString() ?? null,
+        destinationEndOffset: dst?.toString() ?? null,
+        lag: s !== undefined && dst !== undefined ? (s > dst ? s - dst : 0n).toString() : null,
+        lastMirroredOffset: p.lastMirrored?.offset ?? null,
+        retryAttempt: p.retryAttempt,
+        error: p.error,
+      };
+    }),
+  );
+  return {
+    name: d.name,
+    state: d.state,
+    sourceCluster: d.sourceCluster,
+    destinationCluster: d.destinationCluster,
+    include: d.include,
+    exclude: d.exclude,
+    clusters: { source: source.reach, destination: destination.reach },
+    partitions,
+  };
+}
+
+function printDescribed(ctx: CliContext, d: DescribedMirror): void {
+  const states = new Map<string, number>();
+  let lag = 0n;
+  for (const p of d.partitions) {
+    states.set(p.state, (states.get(p.state) ?? 0) + 1);
+    if (p.lag !== null) lag += BigInt(p.lag);
+  }
+  const reach = (r: ClusterReach) => (r.reachable ? r.cluster : `${r.cluster} (NOT REACHABLE: ${r.error?.code} ${r.error?.message})`);
+  ctx.print(
+    [
+      `mirror ${d.name} (${d.state}): ${reach(d.clusters.source)} → ${reach(d.clusters.destination)}`,
+      `  include: ${d.include.join(' ') || '-'}   exclude: ${d.exclude.join(' ') || '-'}`,
+      `  partitions: ${[...states].map(([s, n]) => `${n} ${s}`).join(', ') || 'none'}`,
+      `  lag: ${lag.toLocaleString('en-US')} records${d.clusters.source.reachable && d.clusters.destination.reachable ? '' : ' (where both ends are known)'}`,
+      '',
+    ].join('\n'),
+  );
+  if (d.partitions.length === 0) return;
+  ctx.print(
+    table(
+      ['TOPIC', 'PARTITION', 'STATE', 'SOURCE END', 'DEST END', 'LAG', 'LAST MIRRORED', 'ERROR'],
+      d.partitions.map((p) => [p.topic, String(p.partition), p.state, p.sourceEndOffset ?? '?', p.destinationEndOffset ?? '?', p.lag ?? '?', p.lastMirroredOffset ?? '-', p.error ? `${p.error.code}: ${p.error.message}` : '']),
+    ),
+  );
+}
+
+const positiveInt = (value: string): number => {
+  const n = Number(value);
+  if (!Number.isSafeInteger(n) || n <= 0) throw new InvalidArgumentError('must be a positive integer');
+  return n;
+};
+
+export function mirrorCommands(ctx: CliContext): Command[] {
+  const list = new Command('list')
+    .description('list the mirrors, with their clusters and partitions by state')
+    .addHelpText('after', '\nExample:\n  kmirror list --json')
+    .action(async () => {
+      const mirrors = await listMirrors(await ctx.db());
+      if (ctx.json) return ctx.printJson(mirrors);
+      if (mirrors.length === 0) return ctx.print('no mirrors (kmirror create --help)');
+      ctx.print(
+        table(
+          ['MIRROR', 'STATE', 'SOURCE', 'DESTINATION', 'TOPICS', 'PARTITIONS'],
+          mirrors.map((m) => [m.name, m.state, m.sourceCluster, m.destinationCluster, String(m.topics), Object.entries(m.states).map(([s, n]) => `${n} ${s}`).join(', ') || '0']),
+        ),
+      );
+    });
+
+  const describe = new Command('describe')
+    .description('show a mirror and each partition: state, source end (LSO), destination end, lag, last mirrored offset, error — read live from both clusters')
+    .argument('<mirror>', 'mirror name')
+    .option('--failed', 'only FAILED partitions')
+    .option('--watch', 'refresh every 2 seconds until interrupted (--json: one object per refresh)')
+    .addHelpText('after', '\nExamples:\n  kmirror describe dr-east\n  kmirror describe dr-east --failed --json')
+    .action(async (mirror: string, options: { failed?: boolean; watch?: boolean }) => {
+      const once = async () => {
+        const d = await describeLive(ctx, mirror, { failedOnly: options.failed === true });
+        if (ctx.json) ctx.output.stdout(`${JSON.stringify(d, null, options.watch ? undefined : 2)}\n`);
+        else {
+          if (options.watch && process.stdout.isTTY) ctx.output.stdout('\x1b[2J\x1b[H');
+          printDescribed(ctx, d);
+        }
+      };
+      await once();
+      if (!options.watch) return;
+      const stop = new AbortController();
+      const onSignal = () => stop.abort();
+      process.once('SIGINT', onSignal);
+      try {
+        while (!stop.signal.aborted) {
+          await new Promise((r) => setTimeout(r, 2_000));
+          if (!stop.signal.aborted) await once();
+        }
+      } finally {
+        process.off('SIGINT', onSignal);
+      }
+    });
+
+  const history = new Command('history')
+    .description("print a mirror's events in order: type, data, who asked (actor, reason), the workflow, and when")
+    .argument('<mirror>', 'mirror name')
+    .option('--limit <n>', 'only the last n events', positiveInt)
+    .option('--verify', 'also check the whole event log\'s hash chain; exits 1 naming the first broken link')
+    .addHelpText('after', '\nExamples:\n  kmirror history dr-east --limit 20\n  kmirror history dr-east --verify --json')
+    .action(async (mirror: string, options: { limit?: number; verify?: boolean }) => {
+      const db = await ctx.db();
+      const all = await readStream(db, mirrorStreamId(mirror));
+      if (all.length === 0) throw new KmirrorError('UNKNOWN_CLUSTER_MIRROR', `mirror ${mirror} has no history (it was never created)`, { mirror });
+      const events = options.limit === undefined ? all : all.slice(-options.limit);
+      const shown = events.map((e) => ({
+        position: e.position.toString(),
+        version: e.streamVersion.toString(),
+        type: e.type,
+        data: e.data,
+        actor: e.metadata.actor,
+        reason: e.metadata.reason ?? null,
+        workflowId: e.metadata.workflowId ?? null,
+        runId: e.metadata.runId ?? null,
+        time: e.recordedAt.toISOString(),
+      }));
+      const chain = options.verify === true ? await verifyChain(db) : undefined;
+      if (ctx.json) {
+        ctx.printJson({ mirror, events: shown, ...(chain === undefined ? {} : { chain: { ...chain, events: chain.events.toString(), ...('position' in chain ? { position: chain.position.toString(), streamVersion: chain.streamVersion?.toString() } : {}) } }) });
+      } else {
+        ctx.print(
+          table(
+            ['#', 'TIME', 'TYPE', 'ACTOR', 'REASON', 'DATA'],
+            shown.map((e) => [e.version, e.time, e.type, e.actor, e.reason ?? '', JSON.stringify(e.data).slice(0, 120)]),
+          ),
+        );
+        if (chain?.ok === true) ctx.print(`\nhash chain intact: ${chain.events} events verified (head ${chain.headHash.slice(0, 16)}…)`);
+      }
+      if (chain !== undefined && !chain.ok) {
+        throw new KmirrorError('EVENT_CHAIN_BROKEN', `the event log's hash chain breaks at position ${chain.position}${chain.streamId ? ` (stream ${chain.streamId}, version ${chain.streamVersion})` : ''}: ${chain.message}`, {
+          position: chain.position.toString(),
+          reason: chain.reason,
+        });
+      }
+    });
+
+  return [list, describe, history];
+}

@@ -1,0 +1,128 @@
+// The operation commands: each starts its workflow (joining the same request if it is running),
+// shows its progress on a terminal, and prints the result when the workflow has completed.
+// --no-wait prints the workflow id at once.
+import { Command } from 'commander';
+import { awaitOperation, startOperation, workflowUrl, type OperationInputs, type OperationResults } from '../../client/index.ts';
+import { KmirrorError } from '../../domain/errors.ts';
+import type { Operation } from '../../workflows/messages.ts';
+import type { StartTopicsResult } from '../../workflows/start-topics.ts';
+import type { TopicsChangeResult } from '../../workflows/change-topics.ts';
+import type { CreateMirrorResult } from '../../workflows/create-mirror.ts';
+import type { CliContext } from '../context.ts';
+import { progressLine, table } from '../render.ts';
+
+interface WaitOptions {
+  wait: boolean;
+}
+
+const collect = (value: string, previous: string[] = []): string[] => [...previous, value];
+
+/** Run an operation the way every command does; returns the result (or undefined with --no-wait). */
+async function operate<O extends Operation>(ctx: CliContext, operation: O, input: OperationInputs[O], options: WaitOptions, label: string): Promise<OperationResults[O] | undefined> {
+  const temporal = await ctx.temporal();
+  const handle = await startOperation(temporal, operation, input);
+  const url = workflowUrl(ctx.uiUrl, ctx.config.temporal.namespace, handle.workflowId);
+  if (!options.wait) {
+    if (ctx.json) ctx.printJson({ workflowId: handle.workflowId, runId: handle.firstExecutionRunId, url });
+    else ctx.print(`started ${operation} as workflow ${handle.workflowId}\n  ${url}`);
+    return undefined;
+  }
+  const tty = process.stderr.isTTY === true;
+  let last = '';
+  const result = await awaitOperation<O>(handle, {
+    onProgress: (progress) => {
+      const line = progressLine(label, progress);
+      if (line === last) return;
+      last = line;
+      // A terminal gets one line rewritten in place; a log gets each change once.
+      if (tty) ctx.output.stderr(`\r\x1b[K${line}`);
+      else if (!ctx.json) ctx.note(line);
+    },
+  }).finally(() => {
+    if (tty && last !== '') ctx.output.stderr('\r\x1b[K');
+  });
+  if (ctx.json) ctx.printJson({ workflowId: handle.workflowId, url, result });
+  else ctx.note(`workflow ${handle.workflowId}: ${url}`);
+  return result;
+}
+
+function printFailed(ctx: CliContext, failed: readonly { topic: string; partition: number; code: string; message: string }[]): void {
+  if (failed.length === 0) return;
+  ctx.print(`\n${failed.length} partition(s) FAILED (kmirror describe <mirror> --failed):`);
+  ctx.print(table(['TOPIC', 'PARTITION', 'CODE', 'MESSAGE'], failed.map((f) => [f.topic, String(f.partition), f.code, f.message])));
+}
+
+function printChange(ctx: CliContext, verb: string, result: TopicsChangeResult): void {
+  const states = Object.entries(result.states).map(([s, n]) => `${n} ${s}`).join(', ');
+  ctx.print(`${verb} ${result.partitions} partition(s) of mirror ${result.mirror}: ${states}`);
+  printFailed(ctx, result.failed);
+}
+
+export function operationCommands(ctx: CliContext): Command[] {
+  const create = new Command('create')
+    .description('create a mirror from a registered source cluster into a registered destination cluster, and start its runner')
+    .argument('<mirror>', 'mirror name ([a-zA-Z0-9._-], 1-249 characters)')
+    .requiredOption('--source <cluster>', 'the registered cluster to mirror from')
+    .requiredOption('--destination <cluster>', 'the registered cluster to mirror into')
+    .option('--no-wait', 'print the workflow id and return at once')
+    .addHelpText('after', '\nExample:\n  kmirror create dr-east --source east --destination west --reason "DR for the east region"')
+    .action(async (mirror: string, options: WaitOptions & { source: string; destination: string }) => {
+      const result = await operate(ctx, 'createMirror', { mirror, sourceCluster: options.source, destinationCluster: options.destination, ...ctx.requester }, options, `create ${mirror}`);
+      if (result === undefined || ctx.json) return;
+      const r: CreateMirrorResult = result;
+      ctx.print(`mirror ${r.mirror} created: ${r.sourceCluster.cluster} (${r.sourceCluster.brokers} brokers) → ${r.destinationCluster.cluster} (${r.destinationCluster.brokers} brokers); runner ${r.runnerWorkflowId}`);
+    });
+
+  const start = new Command('start')
+    .description('add source topics to a mirror: create the destination topics (read-only), align them, wait for their ISR and start mirroring')
+    .argument('<mirror>', 'mirror name')
+    .option('--topic <name>', 'a source topic (repeatable)', collect)
+    .option('--include <regex>', 'source topics whose whole name matches (repeatable; kept for auto-discovery of new topics)', collect)
+    .option('--exclude <regex>', 'leave out topics the include patterns match (repeatable)', collect)
+    .option('--no-wait', 'print the workflow id and return at once')
+    .addHelpText('after', '\nExamples:\n  kmirror start dr-east --topic orders --topic payments\n  kmirror start dr-east --include \'orders\\..*\' --exclude \'.*\\.tmp\'')
+    .action(async (mirror: string, options: WaitOptions & { topic?: string[]; include?: string[]; exclude?: string[] }) => {
+      if (options.topic === undefined && options.include === undefined) throw new KmirrorError('INVALID_ARGUMENT', 'start needs --topic NAME or --include REGEX; see `kmirror start --help`');
+      if (options.exclude !== undefined && options.include === undefined) throw new KmirrorError('INVALID_ARGUMENT', '--exclude narrows --include patterns; give --include too');
+      const input = {
+        mirror,
+        ...(options.topic ? { topics: options.topic } : {}),
+        ...(options.include ? { include: options.include } : {}),
+        ...(options.exclude ? { exclude: options.exclude } : {}),
+        ...ctx.requester,
+      };
+      const result = await operate(ctx, 'startTopics', input, options, `start ${mirror}`);
+      if (result === undefined || ctx.json) return;
+      const r: StartTopicsResult = result;
+      ctx.print(table(
+        ['TOPIC', 'PARTITIONS', 'REPLICATION', 'DESTINATION TOPIC'],
+        r.topics.map((t) => [t.topic, String(t.partitionCount), t.replicationFactor === t.sourceReplicationFactor ? String(t.replicationFactor) : `${t.replicationFactor} (source ${t.sourceReplicationFactor}, capped by the destination's brokers)`, t.created ? 'created' : 'existed']),
+      ));
+      ctx.print(`\n${r.partitions} partition(s): ${Object.entries(r.states).map(([s, n]) => `${n} ${s}`).join(', ') || 'none'}`);
+      ctx.print(r.readOnly.enforced ? `read-only: DENY WRITE for ${r.readOnly.denied.join(', ') || 'no other principal (none may write)'}` : `read-only: not enforced (${r.readOnly.reason}); foreign writes are detected and halt the partition`);
+      printFailed(ctx, r.failed);
+    });
+
+  const change = (name: 'pause' | 'resume', operation: 'pauseTopics' | 'resumeTopics', description: string, verb: string) =>
+    new Command(name)
+      .description(description)
+      .argument('<mirror>', 'mirror name')
+      .option('--topic <name>', 'a topic of the mirror (repeatable)', collect)
+      .option('--all-topics', 'every topic of the mirror')
+      .option('--no-wait', 'print the workflow id and return at once')
+      .addHelpText('after', `\nExamples:\n  kmirror ${name} dr-east --topic orders --reason "broker maintenance"\n  kmirror ${name} dr-east --all-topics`)
+      .action(async (mirror: string, options: WaitOptions & { topic?: string[]; allTopics?: boolean }) => {
+        if ((options.allTopics === true) === (options.topic !== undefined)) throw new KmirrorError('INVALID_ARGUMENT', `${name} needs --topic NAME or --all-topics (one of them)`);
+        const input = { mirror, ...(options.allTopics ? { allTopics: true } : { topics: options.topic! }), ...ctx.requester };
+        const result = await operate(ctx, operation, input, options, `${name} ${mirror}`);
+        if (result !== undefined && !ctx.json) printChange(ctx, verb, result);
+      });
+
+  return [
+    create,
+    start,
+    change('pause', 'pauseTopics', 'pause mirroring of topics: returns once fetching has stopped; the destination keeps its log and stays read-only', 'paused'),
+    change('resume', 'resumeTopics', 'resume paused topics: each partition continues from its destination end', 'resumed'),
+  ];
+}
+

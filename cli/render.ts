@@ -1,0 +1,22 @@
+// Plain-text rendering for people: aligned tables and one-line progress.
+import type { OperationProgress } from '../workflows/messages.ts';
+
+/** Columns padded to their widest cell; the last column is not padded. */
+export function table(header: readonly string[], rows: readonly (readonly string[])[]): string {
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
+  const line = (cells: readonly string[]) =>
+    cells
+      .map((c, i) => (i === cells.length - 1 ? c : c.padEnd(widths[i]!)))
+      .join('  ')
+      .trimEnd();
+  return [line(header), ...rows.map(line)].join('\n');
+}
+
+/** "start dr-east: creating 3 destination topics — 2,000 partitions: 1,200 MIRRORING, 800 LOG_TRUNCATION" */
+export function progressLine(label: string, p: OperationProgress): string {
+  const counts = Object.entries(p.states)
+    .sort(([, a], [, b]) => b - a)
+    .map(([state, n]) => `${n.toLocaleString('en-US')} ${state}`)
+    .join(', ');
+  return `${label}: ${p.step}${p.total > 0 ? ` — ${p.total.toLocaleString('en-US')} partitions${counts ? `: ${counts}` : ''}` : ''}`;
+}
