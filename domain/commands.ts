@@ -38,6 +38,14 @@ export interface StartTopics {
   readonly filter?: { readonly include: readonly string[]; readonly exclude: readonly string[] };
 }
 
+/** The source topic has more partitions now (Kafka only ever adds them): mirror the new ones. */
+export interface GrowTopic {
+  readonly type: 'GrowTopic';
+  readonly mirror: string;
+  readonly topic: string;
+  readonly partitionCount: number;
+}
+
 interface PartitionsCommand<Type extends string> {
   readonly type: Type;
   readonly mirror: string;
@@ -79,6 +87,7 @@ export interface CompleteMirrorDeletion {
 export type MirrorCommand =
   | CreateMirror
   | StartTopics
+  | GrowTopic
   | CompleteTruncation
   | PauseTopics
   | CompletePause

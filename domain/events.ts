@@ -24,6 +24,8 @@ export type MirrorCreated = Event<'MirrorCreated', { readonly mirror: string; re
 export type MirrorTopicFilterChanged = Event<'MirrorTopicFilterChanged', { readonly include: readonly string[]; readonly exclude: readonly string[] }>;
 /** A topic joined the mirror; all its partitions start in LOG_TRUNCATION. */
 export type MirrorTopicAdded = Event<'MirrorTopicAdded', { readonly topic: string; readonly partitionCount: number }>;
+/** The source topic grew: partitions [previous count, partitionCount) join, in LOG_TRUNCATION. */
+export type MirrorTopicGrown = Event<'MirrorTopicGrown', { readonly topic: string; readonly partitionCount: number }>;
 /** STOPPED or FAILED → LOG_TRUNCATION: the topic is started again (re-mirror, failback). */
 export type PartitionTruncationStarted = Event<'PartitionTruncationStarted', PartitionRef>;
 /** LOG_TRUNCATION → MIRRORING: aligned and the ISR converged. */
@@ -59,7 +61,14 @@ export type PartitionLifecycleEvent =
   | PartitionRetried
   | PartitionPositionRecorded;
 
-export type MirrorEvent = MirrorCreated | MirrorTopicFilterChanged | MirrorTopicAdded | PartitionLifecycleEvent | MirrorDeletionStarted | MirrorDeleted;
+export type MirrorEvent =
+  | MirrorCreated
+  | MirrorTopicFilterChanged
+  | MirrorTopicAdded
+  | MirrorTopicGrown
+  | PartitionLifecycleEvent
+  | MirrorDeletionStarted
+  | MirrorDeleted;
 
 export type DomainEvent = ClusterEvent | MirrorEvent;
 export type DomainEventType = DomainEvent['type'];

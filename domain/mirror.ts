@@ -46,6 +46,8 @@ export function topicsNeeded(command: MirrorCommand): readonly string[] | 'all' 
       return 'all';
     case 'StartTopics':
       return command.topics.map((t) => t.topic);
+    case 'GrowTopic':
+      return [command.topic];
     case 'RecordLastMirrored':
       return [...new Set(command.positions.map((p) => p.topic))];
     default:
@@ -93,6 +95,8 @@ export function decide(command: MirrorCommand, state: Mirror): MirrorEvent[] {
       return decideCreate(command, state);
     case 'StartTopics':
       return decideStart(command, state);
+    case 'GrowTopic':
+      return decideGrow(command, state);
     case 'RecordLastMirrored':
       return decideRecord(command, state);
     case 'DeleteMirror':
@@ -184,6 +188,21 @@ function decideStart(command: StartTopics, state: Mirror): MirrorEvent[] {
     }
   }
   return [...events, ...checked('StartTopics', state, restarts)];
+}
+
+function decideGrow(command: Extract<MirrorCommand, { type: 'GrowTopic' }>, state: Mirror): MirrorEvent[] {
+  requireMirror(state);
+  const current = topicOf(state, command.topic).partitions.length;
+  if (!Number.isSafeInteger(command.partitionCount) || command.partitionCount <= current) {
+    throw new KmirrorError('INVALID_ARGUMENT', `topic ${command.topic} has ${current} partitions in mirror ${state.name}; it can only grow (asked: ${command.partitionCount})`, {
+      mirror: state.name,
+      topic: command.topic,
+    });
+  }
+  if (stepMirror(state.state, { type: 'PARTITIONS_CHANGED' }) === undefined) {
+    throw new KmirrorError('INVALID_CLUSTER_MIRROR_STATES', `mirror ${state.name} is ${state.state}: its partitions cannot change`, { mirror: state.name, state: state.state });
+  }
+  return [{ type: 'MirrorTopicGrown', data: { topic: command.topic, partitionCount: command.partitionCount } }];
 }
 
 function decideRecord(command: RecordLastMirrored, state: Mirror): MirrorEvent[] {
@@ -280,7 +299,7 @@ function select(state: Mirror, selection: PartitionSelection): Selected[] {
   return out;
 }
 
-type PartitionCommand = Exclude<MirrorCommand, { type: 'CreateMirror' | 'StartTopics' | 'RecordLastMirrored' | 'DeleteMirror' | 'CompleteMirrorDeletion' }>;
+type PartitionCommand = Exclude<MirrorCommand, { type: 'CreateMirror' | 'StartTopics' | 'GrowTopic' | 'RecordLastMirrored' | 'DeleteMirror' | 'CompleteMirrorDeletion' }>;
 
 function partitionEventBuilder(command: PartitionCommand): (target: PartitionRef) => PartitionLifecycleEvent {
   switch (command.type) {
@@ -371,6 +390,7 @@ function refusal(commandType: MirrorCommand['type'], ref: PartitionRef, status: 
 const verbs: Record<MirrorCommand['type'], string> = {
   CreateMirror: 'create',
   StartTopics: 'start topics',
+  GrowTopic: 'grow a topic',
   CompleteTruncation: 'complete log truncation',
   PauseTopics: 'pause',
   CompletePause: 'complete the pause',
@@ -458,6 +478,15 @@ export function fold(state: Mirror, events: Iterable<MirrorEvent>): Mirror {
         writableTopics().set(event.data.topic, { partitions });
         copied.set(event.data.topic, partitions);
         current = { ...current, state: next };
+        break;
+      }
+      case 'MirrorTopicGrown': {
+        mirrorStep({ type: 'PARTITIONS_CHANGED' }, event);
+        const partitions = view().has(event.data.topic) ? writablePartitions(event.data.topic) : undefined;
+        if (partitions === undefined || partitions.length >= event.data.partitionCount) {
+          throw historyInvalid(current, event, `topic ${event.data.topic} cannot grow to ${event.data.partitionCount} partitions`);
+        }
+        while (partitions.length < event.data.partitionCount) partitions.push(newPartition());
         break;
       }
       case 'MirrorDeletionStarted': {

@@ -91,12 +91,15 @@ export interface MirrorChanges {
   /** The mirror was (re)created or deleted: its topic and partition rows go first. */
   resetTopics: boolean;
   readonly topics: Map<string, { readonly partitionCount: number; readonly createdAt: Date }>;
+  /** Topics that grew, to their new partition count: the topic row changes, the new partitions' rows
+   *  are inserted (the writer reads where the stored topic ended). */
+  readonly grown: Map<string, number>;
   /** partitionName → the time of the last event that touched it. */
   readonly partitions: Map<string, { readonly topic: string; readonly partition: number; readonly at: Date }>;
 }
 
 export function emptyMirrorChanges(createdAt: Date | null): MirrorChanges {
-  return { createdAt, updatedAt: null, resetTopics: false, topics: new Map(), partitions: new Map() };
+  return { createdAt, updatedAt: null, resetTopics: false, topics: new Map(), grown: new Map(), partitions: new Map() };
 }
 
 /** Which rows `event` touches. Every event touches the mirror row. */
@@ -113,6 +116,7 @@ export function collectMirrorChanges(changes: MirrorChanges, event: MirrorEvent,
       if (event.type === 'MirrorCreated') changes.createdAt = recordedAt;
       changes.resetTopics = true;
       changes.topics.clear();
+      changes.grown.clear();
       changes.partitions.clear();
       return;
     case 'MirrorTopicAdded': {
@@ -121,6 +125,18 @@ export function collectMirrorChanges(changes: MirrorChanges, event: MirrorEvent,
       for (let partition = 0; partition < partitionCount; partition++) {
         changes.partitions.set(partitionName(topic, partition), { topic, partition, at: recordedAt });
       }
+      return;
+    }
+    case 'MirrorTopicGrown': {
+      const { topic, partitionCount } = event.data;
+      const added = changes.topics.get(topic);
+      if (added !== undefined) {
+        // Added and grown in the same run: one new row with the final count.
+        changes.topics.set(topic, { partitionCount, createdAt: added.createdAt });
+        for (let partition = added.partitionCount; partition < partitionCount; partition++) changes.partitions.set(partitionName(topic, partition), { topic, partition, at: recordedAt });
+        return;
+      }
+      changes.grown.set(topic, partitionCount);
       return;
     }
     case 'MirrorTopicFilterChanged':

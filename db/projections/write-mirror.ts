@@ -5,6 +5,7 @@ import { sql } from 'kysely';
 import { KmirrorError } from '../../domain/errors.ts';
 import type { Mirror } from '../../domain/mirror.ts';
 import type { NewMirrorPartitionRow, Trx } from '../database.ts';
+import { partitionName } from '../../domain/names.ts';
 import { mirrorRow, partitionRow, type MirrorChanges } from './mirror-rows.ts';
 
 /** Rows per upsert statement: large enough that a 50,000-partition change is one statement. */
@@ -40,9 +41,21 @@ export async function writeMirrorChanges(trx: Trx, mirror: Mirror, changes: Mirr
   }
   const inserts: NewMirrorPartitionRow[] = [];
   const updates: NewMirrorPartitionRow[] = [];
+  const grownNew = new Set<string>();
+  for (const [topic, partitionCount] of changes.grown) {
+    const stored = await trx.selectFrom('mirror_topics').select('partition_count').where('mirror', '=', mirror.name).where('topic', '=', topic).executeTakeFirst();
+    if (stored === undefined) throw new KmirrorError('EVENT_HISTORY_INVALID', `mirror ${mirror.name}: topic ${topic} grew but has no projection row; rebuild the projections`);
+    await trx.updateTable('mirror_topics').set({ partition_count: partitionCount }).where('mirror', '=', mirror.name).where('topic', '=', topic).execute();
+    const statuses = mirror.topics.get(topic)?.partitions ?? [];
+    for (let partition = stored.partition_count; partition < partitionCount; partition++) {
+      inserts.push(partitionRow(mirror.name, topic, partition, statuses[partition]!, changes.updatedAt));
+      grownNew.add(partitionName(topic, partition));
+    }
+  }
   for (const { topic, partition, at } of changes.partitions.values()) {
     const status = mirror.topics.get(topic)?.partitions[partition];
     if (status === undefined) continue; // touched, then removed by a later deletion in the same run
+    if (grownNew.has(partitionName(topic, partition))) continue; // inserted above with its latest status
     (changes.resetTopics || changes.topics.has(topic) ? inserts : updates).push(partitionRow(mirror.name, topic, partition, status, at));
   }
   for (let i = 0; i < inserts.length; i += CHUNK) await insertPartitionRows(trx, mirror.name, inserts.slice(i, i + CHUNK));

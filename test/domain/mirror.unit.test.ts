@@ -177,6 +177,21 @@ describe('failure and retry', () => {
       .thenFails('INVALID_CLUSTER_MIRROR_STATES', /orders-1 is MIRRORING \(only a FAILED partition can be retried\)/));
 });
 
+describe('GrowTopic', () => {
+  it('adds the new partitions in LOG_TRUNCATION; the existing ones keep their state', () => {
+    given(...mirroring)
+      .when({ type: 'GrowTopic', mirror: M, topic: 'orders', partitionCount: 5 })
+      .then([{ type: 'MirrorTopicGrown', data: { topic: 'orders', partitionCount: 5 } }]);
+    const state = fold(initialMirror(M), [...mirroring, { type: 'MirrorTopicGrown', data: { topic: 'orders', partitionCount: 5 } }]);
+    expect(state.topics.get('orders')!.partitions.map((p) => p.state)).toEqual(['MIRRORING', 'MIRRORING', 'MIRRORING', 'LOG_TRUNCATION', 'LOG_TRUNCATION']);
+  });
+
+  it('refuses to shrink or to stay, and unknown topics', () => {
+    given(...mirroring).when({ type: 'GrowTopic', mirror: M, topic: 'orders', partitionCount: 3 }).thenFails('INVALID_ARGUMENT', /can only grow/);
+    given(...mirroring).when({ type: 'GrowTopic', mirror: M, topic: 'nope', partitionCount: 9 }).thenFails('TOPIC_NOT_IN_CLUSTER_MIRROR');
+  });
+});
+
 describe('RecordLastMirrored', () => {
   const big = (1n << 62n) + 7n;
   const record = (offset: bigint): MirrorCommand => ({
