@@ -25,7 +25,7 @@ export function createActivities(deps: ActivityDeps) {
   return atEdge({
     ...createPingActivities(),
     ...createEventStoreActivities({ db: deps.db }),
-    ...createKafkaAdminActivities({ clients: deps.clients }),
+    ...createKafkaAdminActivities({ db: deps.db, clients: deps.clients }),
     ...createDataPlaneActivities({ db: deps.db, clients: deps.clients, budget: deps.budget, config: deps.dataPlane, workerIdentity: deps.workerIdentity }),
     ...createRunnerActivities({ runner: deps.dataPlane.runner }),
   });

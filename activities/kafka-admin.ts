@@ -13,6 +13,7 @@ import {
   type ReadOnlyResult,
   type TopicSelection,
 } from '../kafka/mirror-topics.ts';
+import type { Db } from '../db/database.ts';
 import type { ClusterClients } from './cluster-clients.ts';
 
 export interface ClusterCheck {
@@ -45,8 +46,16 @@ export interface IsrWaitDetails {
   readonly minInsyncReplicas: Readonly<Record<string, number>>;
 }
 
-export function createKafkaAdminActivities(deps: { readonly clients: ClusterClients }) {
-  const { clients } = deps;
+/** What the runner's periodic look at the source found. */
+export interface Discovery {
+  /** Source topics that match the mirror's include patterns (and no exclude pattern) and are not in it. */
+  readonly newTopics: readonly string[];
+  /** Mirror topics that have more partitions on the source than in the mirror. */
+  readonly grown: readonly ResolvedTopic[];
+}
+
+export function createKafkaAdminActivities(deps: { readonly db: Db; readonly clients: ClusterClients }) {
+  const { db, clients } = deps;
   const pair = async (mirror: string) => {
     const m = await clients.mirror(mirror);
     const [source, destination] = await Promise.all([clients.get(m.sourceCluster), clients.get(m.destinationCluster)]);
@@ -77,6 +86,35 @@ export function createKafkaAdminActivities(deps: { readonly clients: ClusterClie
       const topics = (await resolveTopics(source.admin, input)).filter((t) => named.has(t) || !known.has(t));
       const specs = await sourceTopicSpecs(source.admin, topics);
       return specs.map((s) => ({ topic: s.topic, partitionCount: s.partitionCount }));
+    },
+
+    /** New source topics for the mirror's patterns, and mirror topics whose source grew. */
+    async discoverTopics(input: { readonly mirror: string }): Promise<Discovery> {
+      const m = await clients.mirror(input.mirror);
+      const source = await clients.get(m.sourceCluster);
+      const row = await db.selectFrom('mirrors').select(['include', 'exclude']).where('name', '=', input.mirror).executeTakeFirstOrThrow();
+      const topics = await db.selectFrom('mirror_topics').select(['topic', 'partition_count']).where('mirror', '=', input.mirror).execute();
+      const known = new Map(topics.map((t) => [t.topic, t.partition_count]));
+      const newTopics = row.include.length === 0 ? [] : (await resolveTopics(source.admin, { include: row.include, exclude: row.exclude })).filter((t) => !known.has(t));
+      let grown: ResolvedTopic[] = [];
+      if (known.size > 0) {
+        const existing = new Set(await source.admin.listTopics().catch((err: unknown) => Promise.reject(kafkaFailure(err, 'list source topics'))));
+        const specs = await sourceTopicSpecs(source.admin, [...known.keys()].filter((t) => existing.has(t)));
+        grown = specs.filter((s) => s.partitionCount > known.get(s.topic)!).map((s) => ({ topic: s.topic, partitionCount: s.partitionCount }));
+      }
+      return { newTopics, grown };
+    },
+
+    /** Give a destination mirror topic the source's new partition count (before the mirror records it). */
+    async growDestinationTopic(input: { readonly mirror: string; readonly topic: ResolvedTopic }): Promise<void> {
+      const { destination } = await pair(input.mirror);
+      const current = (await destination.raw.partitions(input.topic.topic, true)).length;
+      if (current >= input.topic.partitionCount) return;
+      try {
+        await destination.admin.createPartitions({ topicPartitions: [{ topic: input.topic.topic, count: input.topic.partitionCount }] });
+      } catch (err) {
+        throw kafkaFailure(err, `grow destination topic ${input.topic.topic} to ${input.topic.partitionCount} partitions`);
+      }
     },
 
     /** Refuse destination topics that exist but are not an exact prefix of their source (before

@@ -396,7 +396,9 @@ export class RawCluster {
   }
 
   async leaderOf(topic: string, partition: number, refresh = false): Promise<number> {
-    const meta = (await this.partitions(topic, refresh)).find((p) => p.partitionId === partition);
+    let meta = (await this.partitions(topic, refresh)).find((p) => p.partitionId === partition);
+    // A partition the cached metadata lacks may have been added since (the topic grew): re-read once.
+    if (!meta && !refresh) meta = (await this.partitions(topic, true)).find((p) => p.partitionId === partition);
     if (!meta || meta.leader < 0) {
       throw new KmirrorError('CLUSTER_UNREACHABLE', `no leader for ${topic}-${partition}`, { topic, partition });
     }

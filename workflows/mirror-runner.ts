@@ -3,7 +3,10 @@
 // ISR and moves them to MIRRORING), copies MIRRORING partitions in copy activities of up to
 // partitionsPerCopier partitions, records a copy's failures as FAILED partitions and retries the
 // retryable ones with backoff (1 s … 300 s), and answers the operations' Updates: pause (returns
-// once fetching has stopped), resume, truncate (a start's new partitions). It continues as new when
+// once fetching has stopped), resume, truncate (a start's new partitions). Every
+// discoveryIntervalMs it looks at the source: new topics matching the mirror's include patterns
+// are started (a startTopics child, actor "kmirror"), and partitions a source topic gained join
+// (destination grown first, then GrowTopic: they enter LOG_TRUNCATION). It continues as new when
 // Temporal suggests it, after its tasks and handlers have finished.
 //
 // Input (Temporal UI: workflow type `mirrorRunner`, id `mirror:<name>`): {"mirror": "<name>"}.
@@ -16,13 +19,16 @@ import {
   condition,
   continueAsNew,
   log,
+  ParentClosePolicy,
   setHandler,
+  startChild,
   workflowInfo,
 } from '@temporalio/workflow';
 import type { MirrorCommandInput } from '../activities/event-store.ts';
 import { asFailure, dataPlane, failureOf, isStop, metadataOf, Mutex, selectionOf, setSearchAttributes, short, waits } from './common.ts';
 import { pauseUpdate, progressQuery, resumeUpdate, statusQuery, truncateUpdate, type RunnerRequest } from './messages.ts';
 import { MirrorRunnerState, type Task } from './mirror-runner-state.ts';
+import { startTopics } from './start-topics.ts';
 
 export interface MirrorRunnerInput {
   readonly mirror: string;
@@ -182,8 +188,41 @@ export async function mirrorRunner(input: MirrorRunnerInput): Promise<MirrorRunn
   const interrupted = state.inState(state.keysOf('all'), 'PAUSING');
   if (interrupted.length > 0) await command({ type: 'CompletePause', mirror, partitions: selectionOf(interrupted) });
 
+  // --- Discovery ---------------------------------------------------------------------------
+  let nextDiscovery = Date.now() + settings.discoveryIntervalMs;
+  let discoveries = 0;
+  const starting = new Set<string>();
+  const discover = async (): Promise<void> => {
+    nextDiscovery = Date.now() + settings.discoveryIntervalMs;
+    try {
+      const found = await short.discoverTopics({ mirror });
+      for (const topic of found.grown) {
+        await short.growDestinationTopic({ mirror, topic });
+        await command({ type: 'GrowTopic', mirror, topic: topic.topic, partitionCount: topic.partitionCount }, metadataOf({ actor: 'kmirror', reason: `auto-discovery: source topic ${topic.topic} has ${topic.partitionCount} partitions` }));
+      }
+      const fresh = found.newTopics.filter((t) => !starting.has(t));
+      if (fresh.length === 0) return;
+      for (const t of fresh) starting.add(t);
+      // A start of its own (the same checks and steps as an operator's); it outlives this run.
+      const child = await startChild(startTopics, {
+        workflowId: `start:${mirror}:discovered:${workflowInfo().runId.slice(0, 8)}-${++discoveries}`,
+        args: [{ mirror, topics: fresh, actor: 'kmirror', reason: 'auto-discovery: the topics match the mirror\'s include patterns' }],
+        parentClosePolicy: ParentClosePolicy.ABANDON,
+      });
+      void child.result().then(
+        () => undefined,
+        (err: unknown) => log.warn('starting discovered topics failed', { mirror, topics: fresh.length, error: String(err) }),
+      ).finally(() => {
+        for (const t of fresh) starting.delete(t);
+      });
+    } catch (err) {
+      log.warn('topic discovery failed; trying again at the next interval', { mirror, error: String(err) });
+    }
+  };
+
   for (;;) {
     state.changed = false;
+    if (Date.now() >= nextDiscovery) await discover();
     for (const group of state.takeFailures()) {
       const first = group[0]!;
       try {
@@ -214,8 +253,7 @@ export async function mirrorRunner(input: MirrorRunnerInput): Promise<MirrorRunn
       await condition(() => state.runningTasks() === 0);
       await continueAsNew<typeof mirrorRunner>({ mirror });
     }
-    const deadline = state.nextDeadline();
-    if (deadline === undefined) await condition(() => state.changed);
-    else await condition(() => state.changed, Math.max(1, deadline - Date.now()));
+    const deadline = Math.min(state.nextDeadline() ?? Infinity, nextDiscovery);
+    await condition(() => state.changed, Math.max(1, deadline - Date.now()));
   }
 }

@@ -14,7 +14,7 @@ import { destAppConnection, randomName } from '../support/stack.ts';
 
 let t: ControlPlane;
 beforeAll(async () => {
-  t = await controlPlane();
+  t = await controlPlane({ env: { KMIRROR_DISCOVERY_INTERVAL_MS: '2000' } });
 });
 afterAll(async () => t?.close());
 
@@ -101,5 +101,42 @@ describe('a mirror from the first request to copying', () => {
     expect((await readStream(t.db, mirrorStreamId(mirror))).filter((e) => e.type !== 'PartitionPositionRecorded').length).toBe(
       (await readStream(t.db, mirrorStreamId(mirror))).slice(0, before).filter((e) => e.type !== 'PartitionPositionRecorded').length,
     );
+  });
+});
+
+describe('auto-discovery', () => {
+  it('starts new source topics that match the include pattern, and mirrors partitions a topic gains', async () => {
+    const mirror = randomName('m');
+    const prefix = randomName('disc');
+    const first = `${prefix}.a`;
+    t.track(first);
+    await t.sourceAdmin.createTopics({ topics: [{ topic: first, numPartitions: 1 }], waitForLeaders: true });
+    await run('createMirror', { mirror, sourceCluster: 'src', destinationCluster: 'dst' });
+    const started = await run('startTopics', { mirror, include: [`${prefix}\\..*`], exclude: ['.*\\.skip'] });
+    expect(started).toMatchObject({ partitions: 1, states: { MIRRORING: 1 } });
+
+    // A new matching topic (and one the exclude pattern keeps out) appears on the source.
+    const second = `${prefix}.b`;
+    const skipped = `${prefix}.skip`;
+    t.track(second);
+    t.track(skipped);
+    await t.sourceAdmin.createTopics({ topics: [{ topic: second, numPartitions: 2 }, { topic: skipped, numPartitions: 1 }], waitForLeaders: true });
+    const producer = t.sourceKafka.producer({ idempotent: true, maxInFlightRequests: 1 });
+    await producer.connect();
+    await sendAll(producer, second, messages(100, 2));
+    const mirrored = async () => (await readStream(t.db, mirrorStreamId(mirror))).filter((e) => e.type === 'MirrorTopicAdded').map((e) => (e.data as { topic: string }).topic);
+    await expect.poll(mirrored, { timeout: 30_000 }).toEqual([first, second]);
+    await expect.poll(() => ends('dest', second, 2), { timeout: 30_000 }).toEqual([50n, 50n]);
+    const added = (await readStream(t.db, mirrorStreamId(mirror))).find((e) => e.type === 'MirrorTopicAdded' && (e.data as { topic: string }).topic === second)!;
+    expect(added.metadata).toMatchObject({ actor: 'kmirror', reason: expect.stringContaining('auto-discovery') });
+
+    // The first topic gains two partitions on the source: the destination grows and they are mirrored.
+    await t.sourceAdmin.createPartitions({ topicPartitions: [{ topic: first, count: 3 }] });
+    await sendAll(producer, first, messages(30, 3));
+    await expect.poll(() => ends('dest', first, 3).catch(() => []), { timeout: 40_000 }).toEqual(await ends('source', first, 3));
+    const grown = (await readStream(t.db, mirrorStreamId(mirror))).find((e) => e.type === 'MirrorTopicGrown');
+    expect(grown?.data).toEqual({ topic: first, partitionCount: 3 });
+    for (const p of [0, 1, 2]) expect(await verifyPartition(t.source, t.dest, first, p)).toMatchObject({ equal: true });
+    await producer.disconnect();
   });
 });
