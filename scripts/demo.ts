@@ -1,90 +1,138 @@
-// `npm run demo`: the local stack and the worker up, then kmirror's data plane on a real topic —
-// a source topic whose retention already removed its head is mirrored into the secured
-// destination with every offset preserved, and both logs are compared record by record.
-// Ends by printing the endpoints and the Temporal Web UI URL. `npm run stack -- down` stops it all.
+// `npm run demo`: the product on the local stack, through its own CLI. The stack and a worker come
+// up; the two local clusters are registered; a mirror is created and a topic whose head retention
+// already removed is started (its destination is created read-only and aligned to the source's log
+// start); records keep arriving while it mirrors; `describe` shows the lag reaching 0; pause holds
+// the destination while the source grows and resume catches up; every partition is compared record
+// by record; the mirror's history is printed with the Temporal UI links of its workflows.
+// `npm run stack -- down` stops it all.
 import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
+import { runCli } from '../cli/program.ts';
+import { workflowUrl } from '../client/index.ts';
 import { createDatabase } from '../db/connect.ts';
-import { createPartitionLease } from '../db/leases.ts';
-import { migrateToLatest } from '../db/migrate.ts';
+import { readStream } from '../db/event-store/read-stream.ts';
+import { mirrorStreamId } from '../domain/events.ts';
 import { createTopicsAndWait } from '../kafka/admin.ts';
-import { ByteBudget } from '../kafka/budget.ts';
 import { createKafka } from '../kafka/connection.ts';
-import { copy } from '../kafka/copier.ts';
 import { RawCluster } from '../kafka/protocol.ts';
 import { verifyPartition } from '../kafka/verify.ts';
 import { connectionFor } from './stack/kafka.ts';
 import { databaseUrl } from './stack/postgres.ts';
+import { secretFiles } from './stack/secrets.ts';
 import { projectRoot, stackDir } from './stack/topology.ts';
 import { startWorker, workerLog } from './stack/worker.ts';
 
-const say = (line: string): void => void process.stdout.write(`${line}\n`);
+const say = (line = ''): void => void process.stdout.write(`${line}\n`);
+const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** Run a kmirror command in-process, showing it as an operator would type it. */
+async function kmirror(...args: string[]): Promise<number> {
+  say(`\n$ kmirror ${args.map((a) => (/[\s'"*\\|]/.test(a) ? `'${a}'` : a)).join(' ')}`);
+  return runCli(['node', 'kmirror', ...args]);
+}
+
+async function must(...args: string[]): Promise<void> {
+  const code = await kmirror(...args);
+  if (code !== 0) throw new Error(`kmirror ${args.join(' ')} exited ${code}`);
+}
 
 const up = spawnSync(process.execPath, ['--import', 'tsx', join(projectRoot, 'scripts', 'stack.ts'), 'up'], { stdio: ['ignore', 'pipe', 'inherit'], encoding: 'utf8' });
 if (up.status !== 0) process.exit(up.status ?? 1);
 const endpoints = up.stdout;
+const uiUrl = endpoints.match(/^TEMPORAL_UI_URL=(.*)$/m)?.[1] ?? 'http://127.0.0.1:8233';
 
-const workerPidNow = await startWorker();
-say(`worker: running (pid ${workerPidNow}, log ${workerLog})`);
+say(`worker: running (pid ${await startWorker()}, log ${workerLog})`);
 
-const topic = `demo.orders-${Date.now().toString(36)}`;
+const run = Date.now().toString(36);
+const mirror = `demo-${run}`;
+const topic = `demo.orders-${run}`;
 const partitions = [0, 1, 2];
-const sourceKafka = createKafka(connectionFor('source'));
-const destKafka = createKafka(connectionFor('dest'));
-const source = new RawCluster(sourceKafka);
-const dest = new RawCluster(destKafka);
-const db = createDatabase(databaseUrl);
-await migrateToLatest(db);
-
-const sourceAdmin = sourceKafka.admin();
-const destAdmin = destKafka.admin();
-await Promise.all([sourceAdmin.connect(), destAdmin.connect()]);
-const spec = { topic, partitions: partitions.length, replicationFactor: 1 };
-await createTopicsAndWait(sourceAdmin, [spec]);
-await createTopicsAndWait(destAdmin, [spec]);
-const producer = sourceKafka.producer({ idempotent: true, maxInFlightRequests: 1 });
+const source = createKafka(connectionFor('source'));
+const sourceAdmin = source.admin();
+await sourceAdmin.connect();
+await createTopicsAndWait(sourceAdmin, [{ topic, partitions: partitions.length, replicationFactor: 1 }]);
+const producer = source.producer({ idempotent: true, maxInFlightRequests: 1 });
 await producer.connect();
-for (let i = 0; i < 30; i++) {
+let sent = 0;
+const send = async (count: number) => {
   await producer.send({
     topic,
-    messages: Array.from({ length: 1_000 }, (_, j) => {
-      const n = i * 1_000 + j;
+    messages: Array.from({ length: count }, (_, j) => {
+      const n = sent + j;
       return { partition: n % 3, key: `order-${n}`, value: JSON.stringify({ order: n, amount: n % 97 }), headers: { source: 'demo' } };
     }),
   });
-}
-await producer.disconnect();
+  sent += count;
+};
+for (let i = 0; i < 30; i++) await send(1_000);
+const raw = new RawCluster(source);
 // Retention on the source already removed the first 2,500 records of partition 0.
-await source.deleteRecords(topic, new Map([[0, 2_500n]]));
+await raw.deleteRecords(topic, new Map([[0, 2_500n]]));
 say(`\nsource topic ${topic}: 30,000 records in 3 partitions; partition 0 starts at offset 2500 (retention)`);
 
-const started = Date.now();
-const result = await copy({
-  source,
-  destination: dest,
-  assignments: [{ topic, partitions }],
-  budget: new ByteBudget(32 * 1024 * 1024),
-  lease: createPartitionLease(db, { mirror: 'demo', assignments: [{ topic, partitions }], owner: `demo-${process.pid}`, ttlMs: 10_000, graceMs: 15_000 }),
-  signal: AbortSignal.timeout(120_000),
-  untilCaughtUp: true,
-});
-say(`mirrored in ${Date.now() - started} ms: ${result.stats.records} records in ${result.stats.batches} batches copied as bytes, ${result.stats.fillerRecords} alignment offsets`);
-say('\npartition  source [start, end)   destination [start, end)   record-by-record');
-for (const p of partitions) {
-  const [srcStart, srcEnd, dstStart, dstEnd, verified] = await Promise.all([
-    source.listOffsets(topic, [p], 'earliest'),
-    source.listOffsets(topic, [p], 'latest'),
-    dest.listOffsets(topic, [p], 'earliest'),
-    dest.listOffsets(topic, [p], 'latest'),
-    verifyPartition(source, dest, topic, p),
-  ]);
-  const range = (a: Map<number, bigint>, b: Map<number, bigint>): string => `[${a.get(p)}, ${b.get(p)})`.padEnd(24);
-  say(`${String(p).padEnd(10)} ${range(srcStart, srcEnd)} ${range(dstStart, dstEnd)}   ${verified.equal ? `equal (${verified.recordsCompared} records)` : `DIFFERENT at ${JSON.stringify(verified.firstMismatch)}`}`);
-  if (!verified.equal) process.exitCode = 1;
+// The clusters: registered once per stack (a second demo run finds them).
+const known = await runCli(['node', 'kmirror', 'cluster', 'describe', 'local-source'], { stdout: () => {}, stderr: () => {} });
+if (known !== 0) {
+  const dest = connectionFor('dest');
+  await must('cluster', 'add', 'local-source', '--bootstrap', connectionFor('source').bootstrap.join(','));
+  await must(
+    'cluster', 'add', 'local-dest', '--bootstrap', dest.bootstrap.join(','), '--security-protocol', 'SASL_PLAINTEXT',
+    '--sasl-mechanism', 'plain', '--username', dest.sasl!.username, '--password-file', secretFiles.destKmirrorPassword,
+  );
+} else {
+  await must('cluster', 'list');
 }
-await Promise.all([sourceAdmin.disconnect(), destAdmin.disconnect(), source.close(), dest.close(), db.destroy()]);
+
+await must('create', mirror, '--source', 'local-source', '--destination', 'local-dest', '--reason', 'demo: DR copy of the orders topic');
+
+// Records keep arriving while the mirror starts and runs.
+let writing = true;
+const writer = (async () => {
+  while (writing) {
+    await send(50);
+    await pause(100);
+  }
+})();
+await must('start', mirror, '--topic', topic, '--reason', 'demo');
+say('\n(records keep arriving on the source while it mirrors)');
+await pause(3_000);
+await must('describe', mirror);
+writing = false;
+await writer;
+
+// Lag reaches 0 once the writer has stopped.
+const dest = new RawCluster(createKafka(connectionFor('dest')));
+const sourceEnds = async () => [...(await raw.listOffsets(topic, partitions, 'latest')).values()].join(',');
+const destEnds = async () => [...(await dest.listOffsets(topic, partitions, 'latest')).values()].join(',');
+for (let i = 0; i < 100 && (await destEnds()) !== (await sourceEnds()); i++) await pause(200);
+await must('describe', mirror);
+
+await must('pause', mirror, '--all-topics', '--reason', 'demo: maintenance window');
+const held = await destEnds();
+await send(3_000);
+await pause(2_000);
+say(`\nwhile paused: 3,000 more records on the source; destination ends ${held} → ${await destEnds()} (unchanged)`);
+await must('resume', mirror, '--all-topics');
+for (let i = 0; i < 100 && (await destEnds()) !== (await sourceEnds()); i++) await pause(200);
+await must('describe', mirror);
+
+say('\nrecord by record (offset, key, value, headers, timestamp), source vs destination:');
+let allEqual = true;
+for (const p of partitions) {
+  const v = await verifyPartition(raw, dest, topic, p);
+  allEqual &&= v.equal;
+  say(`  ${topic}-${p}: [${v.from}, ${v.to}) ${v.equal ? `equal (${v.recordsCompared} records)` : `DIFFERENT at ${JSON.stringify(v.firstMismatch)}`}`);
+}
+
+await must('history', mirror, '--limit', '12', '--verify');
+
+const db = createDatabase(databaseUrl);
+const workflows = [...new Set((await readStream(db, mirrorStreamId(mirror))).map((e) => e.metadata.workflowId).filter((id): id is string => id !== undefined))];
+say('\nthe workflows of this mirror in the Temporal Web UI:');
+for (const id of workflows) say(`  ${workflowUrl(uiUrl, 'default', id)}`);
+await Promise.all([producer.disconnect(), sourceAdmin.disconnect(), raw.close(), dest.close(), db.destroy()]);
 
 say(`\nendpoints (also in ${join(stackDir, 'env')}):\n${endpoints.trim()}`);
-say(`\nTemporal Web UI: ${endpoints.match(/^TEMPORAL_UI_URL=(.*)$/m)?.[1] ?? 'http://127.0.0.1:8233'}`);
+say(`\nTemporal Web UI: ${uiUrl}`);
 say('stop everything with: npm run stack -- down');
-process.exit();
+process.exit(allEqual ? 0 : 1);

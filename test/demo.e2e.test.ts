@@ -1,20 +1,31 @@
-// The README's main job end to end: `npm run demo` on the local stack mirrors a topic whose head
-// retention removed, and every partition compares equal record by record.
+// The README's main job end to end: `npm run demo` runs the product through its CLI on the local
+// stack — clusters registered, a mirror created and a retention-trimmed topic started through the
+// workflows, pause/resume, every partition equal record by record, the history's hash chain
+// verified, the workflows' UI links printed — and no secret is printed.
 import { spawnSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { projectRoot } from '../scripts/stack/topology.ts';
+import { stackEnv } from './support/stack.ts';
 
 describe('npm run demo', () => {
-  it('mirrors with offsets preserved, verifies, and prints the endpoints without secrets', () => {
-    const run = spawnSync('npm', ['run', '--silent', 'demo'], { cwd: projectRoot, encoding: 'utf8', timeout: 240_000 });
+  it('mirrors through the workflows with offsets preserved, pauses and resumes, verifies, and prints no secret', () => {
+    const run = spawnSync('npm', ['run', '--silent', 'demo'], { cwd: projectRoot, encoding: 'utf8', timeout: 280_000 });
     expect(run.status, run.stderr).toBe(0);
-    const rows = run.stdout.split('\n').filter((l) => /^\d+\s+\[/.test(l));
+    const out = run.stdout;
+    for (const command of ['create', 'start', 'describe', 'pause', 'resume', 'history']) expect(out).toMatch(new RegExp(`^\\$ kmirror ${command} demo-`, 'm'));
+    expect(out).toMatch(/^3 partition\(s\): 3 MIRRORING$/m);
+    expect(out).toMatch(/^paused 3 partition\(s\) of mirror demo-\S+: 3 PAUSED$/m);
+    expect(out).toMatch(/^while paused: .*\(unchanged\)$/m);
+    const rows = out.split('\n').filter((l) => /^ {2}demo\.orders-\S+-\d: \[/.test(l));
     expect(rows).toHaveLength(3);
     for (const row of rows) expect(row).toMatch(/equal \(\d+ records\)/);
-    // partition 0 starts at 2500 on both sides (alignment)
-    expect(rows[0]).toMatch(/^0\s+\[2500, 10000\)\s+\[2500, 10000\)/);
-    expect(run.stdout).toMatch(/^TEMPORAL_UI_URL=http:\/\/127\.0\.0\.1:8233$/m);
-    expect(run.stdout).toMatch(/^worker: running/m);
-    expect(run.stdout).not.toMatch(/PASSWORD=|SECRET_KEY=/);
+    // partition 0 starts at 2500 on both sides (alignment to the source's retention)
+    expect(rows[0]).toMatch(/-0: \[2500, /);
+    expect(out).toMatch(/^hash chain intact: \d+ events verified/m);
+    expect(out).toMatch(/^ {2}http:\/\/127\.0\.0\.1:8233\/namespaces\/default\/workflows\/start%3Ademo-/m);
+    expect(out).toMatch(/^worker: running/m);
+    const secrets = [stackEnv().DEST_SASL_PASSWORD_FILE!, stackEnv().KMIRROR_SECRET_KEY_FILE!].map((f) => readFileSync(f, 'utf8').trim());
+    for (const secret of secrets) expect(out + run.stderr).not.toContain(secret);
   });
 });
