@@ -34,6 +34,17 @@ export class CliContext {
     return (this.envValue ??= withEnvFile(this.explicitEnv).env);
   }
 
+  /** Set by a command that printed its (negative) answer itself: the exit code without an error
+   *  line, so --json output stays one object. */
+  exitCode = 0;
+
+  /** Fail the command: with --json the answer is already printed, so only the exit code says it;
+   *  otherwise the error is printed as usual. */
+  fail(error: Error): void {
+    if (this.json) this.exitCode = 1;
+    else throw error;
+  }
+
   get json(): boolean {
     return this.options().json === true;
   }

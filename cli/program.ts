@@ -74,7 +74,7 @@ export async function runCli(argv: readonly string[], output: Output = processOu
   const program = buildProgram(output, (c) => (ctx = c));
   try {
     await program.parseAsync([...argv]);
-    return 0;
+    return ctx?.exitCode ?? 0;
   } catch (err) {
     await ctx?.close();
     const json = program.opts<GlobalOptions>().json ?? argv.includes('--json');

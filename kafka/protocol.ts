@@ -17,7 +17,7 @@
 import { createRequire } from 'node:module';
 import type { Kafka } from 'kafkajs';
 import { KmirrorError } from '../domain/errors.ts';
-import { splitBatches, type RawBatch } from './wire.ts';
+import { controlType, splitBatches, type RawBatch } from './wire.ts';
 
 const require = createRequire(import.meta.url);
 const { createErrorFromCode } = require('kafkajs/src/protocol/error') as {
@@ -259,17 +259,26 @@ function decodeFetch(payload: Buffer): { errorCode: number; partitions: FetchedP
 }
 
 /**
- * Aborted-transaction filter for one read_committed fetch (the protocol's client-side rule): a
- * transactional batch is aborted when its producer has an entry in the response's abort list
- * whose first offset is at or before the batch.
+ * Aborted-transaction filter for one read_committed fetch, as the Java consumer applies it: walk
+ * the batches in offset order (control batches included); a producer becomes "aborting" when a
+ * batch reaches the first offset of one of its aborted transactions in the response's list, and
+ * stops being so at its ABORT marker — so its later, committed transactions are not dropped.
+ * Control batches are never visible.
  */
 export class AbortedTransactions {
-  private readonly firstOffsets = new Map<bigint, bigint[]>();
+  private readonly pending: { producerId: bigint; firstOffset: bigint }[];
+  private readonly aborting = new Set<bigint>();
   constructor(list: readonly { producerId: bigint; firstOffset: bigint }[]) {
-    for (const { producerId, firstOffset } of list) this.firstOffsets.set(producerId, [...(this.firstOffsets.get(producerId) ?? []), firstOffset]);
+    this.pending = [...list].sort((a, b) => (a.firstOffset < b.firstOffset ? -1 : a.firstOffset > b.firstOffset ? 1 : 0));
   }
+  /** Call for every batch, in offset order. True when read_committed consumers never see it. */
   isAborted(batch: RawBatch): boolean {
-    return (this.firstOffsets.get(batch.producerId) ?? []).some((first) => first <= batch.baseOffset);
+    while (this.pending.length > 0 && this.pending[0]!.firstOffset <= batch.lastOffset) this.aborting.add(this.pending.shift()!.producerId);
+    if (batch.isControl) {
+      if (controlType(batch) === 'abort') this.aborting.delete(batch.producerId);
+      return true;
+    }
+    return batch.isTransactional && this.aborting.has(batch.producerId);
   }
 }
 

@@ -2,7 +2,8 @@
 // headers (order and nulls included) and timestamp — over the offsets both should hold. Both sides
 // are read as read_committed consumers see them (control batches and aborted data left out).
 import { createHash } from 'node:crypto';
-import { AbortedTransactions, IsolationLevel, type RawCluster } from './protocol.ts';
+import { KmirrorError } from '../domain/errors.ts';
+import { AbortedTransactions, IsolationLevel, KafkaAnswerError, type RawCluster } from './protocol.ts';
 import { decodeRecords, type DecodedRecord } from './wire.ts';
 
 export interface VerifyMismatch {
@@ -22,9 +23,12 @@ export interface PartitionVerification {
   readonly firstMismatch?: VerifyMismatch;
 }
 
-/** Committed records of [from, to) in offset order, fetched in chunks (no consumer group). */
+/** Committed records of [from, to) in offset order, fetched in chunks (no consumer group). A log
+ *  that holds nothing more below `to` (it ends early, or the range was deleted) is an error, never
+ *  a silent end: two truncated reads must not compare equal. */
 export async function* readCommitted(cluster: RawCluster, topic: string, partition: number, from: bigint, to: bigint): AsyncGenerator<DecodedRecord> {
   let next = from;
+  let emptyReads = 0;
   while (next < to) {
     const leader = await cluster.leaderOf(topic, partition);
     const [fetched] = await cluster.fetch({
@@ -34,12 +38,25 @@ export async function* readCommitted(cluster: RawCluster, topic: string, partiti
       maxBytes: 4 * 1024 * 1024,
       isolationLevel: IsolationLevel.READ_COMMITTED,
     });
-    if (!fetched || fetched.error) throw new Error(`verify: fetch ${topic}-${partition} at ${next}: ${fetched?.error?.type ?? 'no response'}`);
-    if (fetched.batches.length === 0) return;
+    if (fetched === undefined) throw new KmirrorError('CLUSTER_UNREACHABLE', `verify: no fetch answer for ${topic}-${partition} at ${next}`, { topic, partition });
+    if (fetched.error) throw new KafkaAnswerError(`verify: fetch ${topic}-${partition} at ${next}: ${fetched.error.type}`, fetched.error);
+    if (fetched.batches.length === 0) {
+      // The last stable offset may lag a moment behind a just-committed transaction: a few tries.
+      if (++emptyReads >= 20) {
+        throw new KmirrorError('OFFSET_DIVERGENCE', `verify: ${topic}-${partition} holds no record at or after offset ${next}, below ${to} (its log ends at ${fetched.lastStableOffset} for read_committed)`, {
+          topic,
+          partition,
+          offset: next.toString(),
+        });
+      }
+      continue;
+    }
+    emptyReads = 0;
     const aborted = new AbortedTransactions(fetched.abortedTransactions);
     for (const batch of fetched.batches) {
+      const hidden = aborted.isAborted(batch);
       if (batch.lastOffset < next) continue;
-      if (!batch.isControl && !(batch.isTransactional && aborted.isAborted(batch))) {
+      if (!hidden) {
         for (const record of decodeRecords(batch)) {
           if (record.offset >= next && record.offset < to) yield record;
         }
@@ -66,19 +83,24 @@ function bufEq(a: Buffer | null, b: Buffer | null): boolean {
 }
 
 /**
- * Compare one partition over [source log start, to). `to` defaults to the source's last stable
- * offset. The destination's log start must equal the source's (alignment).
+ * Compare one partition over [source log start, to). `to` defaults to the end of the longer of the
+ * two logs (read_committed), so a missing and an extra record both show. The destination must not
+ * start above the source's log start.
  */
 export async function verifyPartition(source: RawCluster, destination: RawCluster, topic: string, partition: number, to?: bigint): Promise<PartitionVerification> {
-  const [srcStart, dstStart, srcEnd] = await Promise.all([
+  const [srcStart, dstStart, srcEnd, dstEnd] = await Promise.all([
     source.listOffsets(topic, [partition], 'earliest'),
     destination.listOffsets(topic, [partition], 'earliest'),
     source.listOffsets(topic, [partition], 'latest', IsolationLevel.READ_COMMITTED),
+    destination.listOffsets(topic, [partition], 'latest', IsolationLevel.READ_COMMITTED),
   ]);
   const from = srcStart.get(partition)!;
-  const end = to ?? srcEnd.get(partition)!;
+  // Without `to`, both whole logs: a destination longer than its source shows as extra records.
+  const end = to ?? (srcEnd.get(partition)! > dstEnd.get(partition)! ? srcEnd.get(partition)! : dstEnd.get(partition)!);
   const base = { partition, from: from.toString(), to: end.toString() };
-  if (dstStart.get(partition)! !== from) {
+  // The destination may keep mirrored records below a log start the source's retention moved
+  // later; it must not start above it (records the mirror never got).
+  if (dstStart.get(partition)! > from) {
     return {
       ...base,
       equal: false,
@@ -86,8 +108,10 @@ export async function verifyPartition(source: RawCluster, destination: RawCluste
       firstMismatch: { partition, offset: from.toString(), field: 'log-start', source: from.toString(), destination: dstStart.get(partition)!.toString() },
     };
   }
-  const src = readCommitted(source, topic, partition, from, end);
-  const dst = readCommitted(destination, topic, partition, from, end);
+  // Each side is read up to its own end at most: a shorter side shows as missing records.
+  const min = (a: bigint, b: bigint) => (a < b ? a : b);
+  const src = readCommitted(source, topic, partition, from, min(end, srcEnd.get(partition)!));
+  const dst = readCommitted(destination, topic, partition, from, min(end, dstEnd.get(partition)!));
   let compared = 0;
   for (;;) {
     const [s, d] = await Promise.all([src.next(), dst.next()]);

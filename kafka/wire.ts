@@ -236,6 +236,21 @@ function recordsPayload(batch: RawBatch): Buffer {
   }
 }
 
+/** A control batch's marker: its one record's key is (version int16, type int16), type 0 = ABORT,
+ *  1 = COMMIT. undefined for a data batch or an unknown type. Control batches are never compressed. */
+export function controlType(batch: RawBatch): 'abort' | 'commit' | undefined {
+  if (!batch.isControl || batch.recordsCount < 1) return undefined;
+  const reader = new Reader(batch.bytes.subarray(BATCH_HEADER_BYTES));
+  reader.varint(); // record length
+  reader.pos += 1; // attributes
+  reader.varint(); // timestamp delta
+  reader.varint(); // offset delta
+  const key = reader.bytes();
+  if (key === null || key.length < 4) return undefined;
+  const type = key.readInt16BE(2);
+  return type === 0 ? 'abort' : type === 1 ? 'commit' : undefined;
+}
+
 /** Decode the records of a data batch (for verify and boundary checksums; copying never decodes). */
 export function decodeRecords(batch: RawBatch): DecodedRecord[] {
   if (batch.isControl) return [];

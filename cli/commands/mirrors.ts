@@ -7,6 +7,7 @@ import { describeMirror, listMirrors } from '../../db/projections/describe-mirro
 import { isKmirrorError, KmirrorError } from '../../domain/errors.ts';
 import { mirrorStreamId } from '../../domain/events.ts';
 import { IsolationLevel } from '../../kafka/protocol.ts';
+import { verifyPartition, type PartitionVerification } from '../../kafka/verify.ts';
 import { errorBody } from '../../errors-output.ts';
 import type { CliContext } from '../context.ts';
 import { table } from '../render.ts';
@@ -219,12 +220,53 @@ export function mirrorCommands(ctx: CliContext): Command[] {
         if (chain?.ok === true) ctx.print(`\nhash chain intact: ${chain.events} events verified (head ${chain.headHash.slice(0, 16)}…)`);
       }
       if (chain !== undefined && !chain.ok) {
-        throw new KmirrorError('EVENT_CHAIN_BROKEN', `the event log's hash chain breaks at position ${chain.position}${chain.streamId ? ` (stream ${chain.streamId}, version ${chain.streamVersion})` : ''}: ${chain.message}`, {
+        ctx.fail(new KmirrorError('EVENT_CHAIN_BROKEN', `the event log's hash chain breaks at position ${chain.position}${chain.streamId ? ` (stream ${chain.streamId}, version ${chain.streamVersion})` : ''}: ${chain.message}`, {
           position: chain.position.toString(),
           reason: chain.reason,
-        });
+        }));
       }
     });
 
-  return [list, describe, history];
+  const verify = new Command('verify')
+    .description('compare source and destination record by record (offset, key, value, headers, timestamp) over what has been mirrored; exits 1 on a difference')
+    .argument('<mirror>', 'mirror name')
+    .option('--topic <name>', 'only this topic (repeatable)', (v: string, prev: string[] = []) => [...prev, v])
+    .option('--full', 'compare up to the source\'s end, so records not mirrored yet count as missing')
+    .addHelpText('after', '\nExamples:\n  kmirror verify dr-east\n  kmirror verify dr-east --topic orders --full --json')
+    .action(async (mirror: string, options: { topic?: string[]; full?: boolean }) => {
+      const d = await describeMirror(await ctx.db(), mirror);
+      const topics = d.topics.filter((t) => options.topic === undefined || options.topic.includes(t.topic));
+      for (const name of options.topic ?? []) {
+        if (!d.topics.some((t) => t.topic === name)) throw new KmirrorError('TOPIC_NOT_IN_CLUSTER_MIRROR', `topic ${name} is not in mirror ${mirror}`, { mirror, topic: name });
+      }
+      const clusters = await ctx.clusters();
+      const [source, destination] = await Promise.all([clusters.get(d.sourceCluster), clusters.get(d.destinationCluster)]);
+      const results: (PartitionVerification & { topic: string })[] = [];
+      for (const t of topics) {
+        for (let p = 0; p < t.partitionCount; p++) {
+          const to = options.full === true ? undefined : (await destination.raw.listOffsets(t.topic, [p], 'latest')).get(p)!;
+          results.push({ topic: t.topic, ...(await verifyPartition(source.raw, destination.raw, t.topic, p, to)) });
+        }
+      }
+      const different = results.filter((r) => !r.equal);
+      if (ctx.json) ctx.printJson({ mirror, equal: different.length === 0, partitions: results });
+      else {
+        ctx.print(
+          table(
+            ['TOPIC', 'PARTITION', 'RANGE', 'RESULT'],
+            results.map((r) => [r.topic, String(r.partition), `[${r.from}, ${r.to})`, r.equal ? `equal (${r.recordsCompared} records)` : `DIFFERENT at offset ${r.firstMismatch?.offset}: ${r.firstMismatch?.field} (source ${r.firstMismatch?.source}, destination ${r.firstMismatch?.destination})`]),
+          ),
+        );
+      }
+      if (different.length > 0) {
+        const first = different[0]!;
+        ctx.fail(new KmirrorError('OFFSET_DIVERGENCE', `${different.length} partition(s) differ; first: ${first.topic}-${first.partition} at offset ${first.firstMismatch?.offset} (${first.firstMismatch?.field})`, {
+          mirror,
+          topic: first.topic,
+          partition: first.partition,
+        }));
+      }
+    });
+
+  return [list, describe, history, verify];
 }
