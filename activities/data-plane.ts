@@ -10,7 +10,10 @@ import { createPartitionLease } from '../db/leases.ts';
 import { executeMirrorCommand } from '../db/mirror-store.ts';
 import type { KmirrorError } from '../domain/errors.ts';
 import type { ByteBudget } from '../kafka/budget.ts';
-import { align, copy, type CopyRequest, type CopyResult, type MirroredPosition, type TopicPartitions } from '../kafka/copier.ts';
+import { align, copy, partitionKey, recordsAt, type CopyRequest, type CopyResult, type MirroredPosition, type TopicPartitions } from '../kafka/copier.ts';
+import { endOffsets } from '../kafka/offsets.ts';
+import { recordChecksum } from '../kafka/verify.ts';
+import type { EventMetadata } from '../db/event-store/types.ts';
 import type { ClusterClients } from './cluster-clients.ts';
 
 export interface CopyInput {
@@ -90,6 +93,21 @@ export function createDataPlaneActivities(deps: DataPlaneDeps) {
     };
   }
 
+  /** Records a copy's positions in the event log (RecordLastMirrored, skipRefused) as the workflow
+   *  that runs the copy. Positions are the last mirrored offsets for describe and failback; the
+   *  destination log stays the checkpoint, so a failed record is reported and the copy goes on. */
+  function positionRecorder(mirror: string): (positions: readonly MirroredPosition[]) => Promise<void> {
+    const ctx = Context.current();
+    const { workflowId, runId } = ctx.info.workflowExecution ?? {};
+    return async (positions) => {
+      try {
+        await executeMirrorCommand(db, { type: 'RecordLastMirrored', mirror, positions, skipRefused: true }, { actor: 'kmirror', ...(workflowId === undefined ? {} : { workflowId, runId }) });
+      } catch (err) {
+        ctx.log.warn('recording last mirrored positions failed', { mirror, error: (err as Error).message });
+      }
+    };
+  }
+
   /** Heartbeat every third of the heartbeat timeout while `work` runs; abort on cancellation. */
   async function heartbeating<T>(work: (signal: AbortSignal) => Promise<T>, details: () => unknown): Promise<T> {
     const ctx = Context.current();
@@ -108,6 +126,61 @@ export function createDataPlaneActivities(deps: DataPlaneDeps) {
   }
 
   return {
+    /**
+     * A stop's record of where each destination partition ends (DESIGN §6): the end offset, the
+     * checksum of the last record, and the source leader epoch of its batch when the source answers
+     * (-1 when it does not). Recorded as the last mirrored position unless already recorded.
+     */
+    async recordFinalPositions(input: {
+      readonly mirror: string;
+      readonly partitions: readonly { readonly topic: string; readonly partition: number }[];
+      readonly metadata: EventMetadata;
+    }): Promise<{ readonly positions: readonly { readonly topic: string; readonly partition: number; readonly offset: string; readonly leaderEpoch: number }[] }> {
+      const m = await clients.mirror(input.mirror);
+      const destination = await clients.get(m.destinationCluster);
+      const source = await clients.get(m.sourceCluster).catch(() => undefined);
+      const byTopic = new Map<string, number[]>();
+      for (const { topic, partition } of input.partitions) byTopic.set(topic, [...(byTopic.get(topic) ?? []), partition]);
+      const topics = [...byTopic].map(([topic, partitions]) => ({ topic, partitions }));
+      const [ends, starts] = await Promise.all([endOffsets(destination.raw, topics, 'destination'), endOffsets(destination.raw, topics, 'destination', 'earliest')]);
+      const wanted = input.partitions
+        .filter((p) => (ends.get(partitionKey(p.topic, p.partition)) ?? 0n) > (starts.get(partitionKey(p.topic, p.partition)) ?? 0n))
+        .map((p) => ({ ...p, offset: ends.get(partitionKey(p.topic, p.partition))! - 1n }));
+      const onDestination = await recordsAt(destination.raw, wanted);
+      const onSource = source === undefined ? new Map() : await recordsAt(source.raw, wanted).catch(() => new Map());
+      const recorded = await db
+        .selectFrom('mirror_partitions')
+        .select(['topic', 'partition', 'last_mirrored_offset'])
+        .where('mirror', '=', input.mirror)
+        .where('topic', 'in', topics.map((t) => t.topic))
+        .execute();
+      const recordedAt = new Map(recorded.map((r) => [partitionKey(r.topic, r.partition), r.last_mirrored_offset]));
+      const positions: MirroredPosition[] = [];
+      for (const w of wanted) {
+        const key = partitionKey(w.topic, w.partition);
+        const last = onDestination.get(key);
+        if (last?.kind !== 'data' || recordedAt.get(key) === w.offset + 1n) continue;
+        positions.push({ topic: w.topic, partition: w.partition, offset: w.offset + 1n, leaderEpoch: onSource.get(key)?.leaderEpoch ?? -1, checksum: recordChecksum(last.record) });
+      }
+      if (positions.length > 0) await executeMirrorCommand(db, { type: 'RecordLastMirrored', mirror: input.mirror, positions, skipRefused: true }, input.metadata);
+      return {
+        positions: input.partitions.map((p) => ({
+          ...p,
+          offset: (ends.get(partitionKey(p.topic, p.partition)) ?? 0n).toString(),
+          leaderEpoch: onSource.get(partitionKey(p.topic, p.partition))?.leaderEpoch ?? -1,
+        })),
+      };
+    },
+
+    /** A promote's last copy: everything committed on the source now, then stop (the partitions
+     *  are STOPPING: nobody else copies them). */
+    async drainPartitions(input: CopyInput): Promise<CopyOutcome> {
+      return heartbeating(
+        async (signal) => outcome(await copy({ ...(await request(input, signal)), untilCaughtUp: true, positions: { everyMs: config.positionIntervalMs, record: positionRecorder(input.mirror) } })),
+        () => ({ draining: input.assignments.reduce((n, a) => n + a.partitions.length, 0) }),
+      );
+    },
+
     /** LOG_TRUNCATION's data step: align every destination partition to its source's log start
      *  (and check its boundary record), then stop. */
     async alignPartitions(input: CopyInput): Promise<CopyOutcome> {
@@ -122,22 +195,7 @@ export function createDataPlaneActivities(deps: DataPlaneDeps) {
      * can fail that one and restart the others). Returns how each partition ended.
      */
     async copyPartitions(input: CopyInput): Promise<CopyOutcome> {
-      const ctx = Context.current();
-      const { workflowId, runId } = ctx.info.workflowExecution ?? {};
       let records = 0;
-      const recordPositions = async (positions: readonly MirroredPosition[]): Promise<void> => {
-        try {
-          await executeMirrorCommand(
-            db,
-            { type: 'RecordLastMirrored', mirror: input.mirror, positions: positions.map(({ topic, partition, offset, leaderEpoch, checksum }) => ({ topic, partition, offset, leaderEpoch, checksum })), skipRefused: true },
-            { actor: 'kmirror', ...(workflowId === undefined ? {} : { workflowId, runId }) },
-          );
-        } catch (err) {
-          // Positions are the last mirrored offsets for describe and failback; the destination log
-          // stays the checkpoint, so a failed record is reported and the copy goes on.
-          ctx.log.warn('recording last mirrored positions failed', { mirror: input.mirror, error: (err as Error).message });
-        }
-      };
       return heartbeating(
         async (signal) => {
           const local = new AbortController();
@@ -146,7 +204,7 @@ export function createDataPlaneActivities(deps: DataPlaneDeps) {
           const req = await request(input, local.signal);
           const result = await copy({
             ...req,
-            positions: { everyMs: config.positionIntervalMs, record: recordPositions },
+            positions: { everyMs: config.positionIntervalMs, record: positionRecorder(input.mirror) },
             onProgress: (progress, stats) => {
               records = stats.records;
               // One failed partition ends the activity: the runner fails it and restarts the rest.

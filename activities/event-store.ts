@@ -105,9 +105,9 @@ export function createEventStoreActivities(deps: { readonly db: Db }) {
       }));
     },
 
-    /** Fails with UNKNOWN_CLUSTER_MIRROR unless the mirror exists. */
+    /** The mirror with every partition's state; UNKNOWN_CLUSTER_MIRROR unless it exists. */
     async requireMirror(input: { readonly mirror: string }): Promise<MirrorView> {
-      const loaded = await loadMirror(db, input.mirror, []);
+      const loaded = await loadMirror(db, input.mirror, 'all');
       const view = mirrorView(loaded.state);
       if (view.state === null) throw new KmirrorError('UNKNOWN_CLUSTER_MIRROR', `mirror ${input.mirror} does not exist`, { mirror: input.mirror });
       return view;

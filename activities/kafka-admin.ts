@@ -1,12 +1,15 @@
 // Kafka admin activities: cluster checks, topic resolution, destination topic creation, read-only
 // ACLs and the ISR wait. Inputs name mirrors and clusters; the worker finds the connections itself.
 import { Context } from '@temporalio/activity';
+import { partitionKey } from '../kafka/copier.ts';
 import { kafkaFailure } from '../kafka/errors.ts';
+import { endOffsets } from '../kafka/offsets.ts';
 import {
   applyReadOnly,
   createMirrorTopics,
   inspectDestination,
   isrStatus,
+  liftReadOnly,
   resolveTopics,
   sourceTopicSpecs,
   type CreatedTopic,
@@ -46,6 +49,13 @@ export interface IsrWaitDetails {
   readonly minInsyncReplicas: Readonly<Record<string, number>>;
 }
 
+/** End offsets on both clusters (decimal strings; null where a cluster did not answer). */
+export interface PartitionOffsets {
+  readonly source: { readonly reachable: boolean; readonly error?: { readonly code: string; readonly message: string } };
+  readonly destination: { readonly reachable: boolean; readonly error?: { readonly code: string; readonly message: string } };
+  readonly partitions: readonly { readonly topic: string; readonly partition: number; readonly sourceEnd: string | null; readonly destinationEnd: string | null }[];
+}
+
 /** What the runner's periodic look at the source found. */
 export interface Discovery {
   /** Source topics that match the mirror's include patterns (and no exclude pattern) and are not in it. */
@@ -60,6 +70,13 @@ export function createKafkaAdminActivities(deps: { readonly db: Db; readonly cli
     const m = await clients.mirror(mirror);
     const [source, destination] = await Promise.all([clients.get(m.sourceCluster), clients.get(m.destinationCluster)]);
     return { source, destination };
+  };
+  /** The destination alone: failover must work when the source does not answer. */
+  const destinationOf = async (mirror: string) => clients.get((await clients.mirror(mirror)).destinationCluster);
+  const groupPartitions = (partitions: readonly { readonly topic: string; readonly partition: number }[]) => {
+    const out = new Map<string, number[]>();
+    for (const { topic, partition } of partitions) out.set(topic, [...(out.get(topic) ?? []), partition]);
+    return out;
   };
   return {
     /** Each cluster is registered and answers. */
@@ -88,6 +105,38 @@ export function createKafkaAdminActivities(deps: { readonly db: Db; readonly cli
       return specs.map((s) => ({ topic: s.topic, partitionCount: s.partitionCount }));
     },
 
+    /** End offsets of partitions on both clusters: the source's LSO and the destination's end. A
+     *  cluster that does not answer is reported (failover must work with the source gone). */
+    async partitionOffsets(input: { readonly mirror: string; readonly partitions: readonly { readonly topic: string; readonly partition: number }[] }): Promise<PartitionOffsets> {
+      const m = await clients.mirror(input.mirror);
+      const topics = [...groupPartitions(input.partitions)].map(([topic, partitions]) => ({ topic, partitions }));
+      const read = async (cluster: string, which: 'source' | 'destination') => {
+        try {
+          return { reach: { reachable: true }, ends: await endOffsets((await clients.get(cluster)).raw, topics, which) };
+        } catch (err) {
+          const e = kafkaFailure(err, `cluster ${cluster}`);
+          return { reach: { reachable: false, error: { code: e.code, message: e.message } }, ends: new Map<string, bigint>() };
+        }
+      };
+      const [source, destination] = await Promise.all([read(m.sourceCluster, 'source'), read(m.destinationCluster, 'destination')]);
+      return {
+        source: source.reach,
+        destination: destination.reach,
+        partitions: input.partitions.map(({ topic, partition }) => ({
+          topic,
+          partition,
+          sourceEnd: source.ends.get(partitionKey(topic, partition))?.toString() ?? null,
+          destinationEnd: destination.ends.get(partitionKey(topic, partition))?.toString() ?? null,
+        })),
+      };
+    },
+
+    /** Make mirror topics writable: lift the DENY WRITE ACLs (failover, promote). */
+    async liftReadOnly(input: { readonly mirror: string; readonly topics: readonly string[] }): Promise<{ readonly lifted: readonly string[]; readonly reason?: string }> {
+      const destination = await destinationOf(input.mirror);
+      return liftReadOnly(destination.admin, input.topics);
+    },
+
     /** New source topics for the mirror's patterns, and mirror topics whose source grew. */
     async discoverTopics(input: { readonly mirror: string }): Promise<Discovery> {
       const m = await clients.mirror(input.mirror);
@@ -107,7 +156,7 @@ export function createKafkaAdminActivities(deps: { readonly db: Db; readonly cli
 
     /** Give a destination mirror topic the source's new partition count (before the mirror records it). */
     async growDestinationTopic(input: { readonly mirror: string; readonly topic: ResolvedTopic }): Promise<void> {
-      const { destination } = await pair(input.mirror);
+      const destination = await destinationOf(input.mirror);
       const current = (await destination.raw.partitions(input.topic.topic, true)).length;
       if (current >= input.topic.partitionCount) return;
       try {
@@ -144,7 +193,7 @@ export function createKafkaAdminActivities(deps: { readonly db: Db; readonly cli
     async waitForIsr(input: { readonly mirror: string; readonly topics: readonly string[] }): Promise<{ readonly waitedMs: number }> {
       const ctx = Context.current();
       const started = Date.now();
-      const { destination } = await pair(input.mirror);
+      const destination = await destinationOf(input.mirror);
       for (;;) {
         const status = await isrStatus(destination.raw, destination.admin, input.topics);
         const details: IsrWaitDetails = {

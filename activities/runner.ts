@@ -6,10 +6,10 @@ import { Context } from '@temporalio/activity';
 import { WithStartWorkflowOperation, WorkflowUpdateFailedError } from '@temporalio/client';
 import { ApplicationFailure, TypedSearchAttributes } from '@temporalio/common';
 import type { RunnerConfig } from '../config.ts';
-import { pauseUpdate, resumeUpdate, runnerWorkflowId, truncateUpdate, type RunnerChange, type RunnerRequest } from '../workflows/messages.ts';
+import { pauseUpdate, refreshUpdate, resumeUpdate, runnerWorkflowId, stopUpdate, truncateUpdate, type RunnerChange, type RunnerRequest } from '../workflows/messages.ts';
 import { searchAttributePairs } from '../workflows/search-attributes.ts';
 
-const updates = { pause: pauseUpdate, resume: resumeUpdate, truncate: truncateUpdate } as const;
+const updates = { pause: pauseUpdate, resume: resumeUpdate, truncate: truncateUpdate, stop: stopUpdate, refresh: refreshUpdate } as const;
 export type RunnerUpdateName = keyof typeof updates;
 
 function startRunner(mirror: string, taskQueue: string) {
@@ -44,12 +44,12 @@ export function createRunnerActivities(deps: { readonly runner: RunnerConfig }) 
 
     /** Send an Update to the mirror's runner (starting it if needed) and wait for its answer. A
      *  refusal keeps its code and message. */
-    async updateRunner(input: { readonly mirror: string; readonly update: RunnerUpdateName; readonly request: RunnerRequest }): Promise<RunnerChange> {
+    async updateRunner(input: { readonly mirror: string; readonly update: RunnerUpdateName; readonly request: RunnerRequest & { readonly mode?: 'failover' | 'promote' } }): Promise<RunnerChange> {
       const ctx = Context.current();
       const beat = setInterval(() => ctx.heartbeat(), 5_000);
       try {
-        return await ctx.client.workflow.executeUpdateWithStart(updates[input.update], {
-          args: [input.request],
+        return await ctx.client.workflow.executeUpdateWithStart(updates[input.update] as typeof stopUpdate, {
+          args: [{ mode: 'failover', ...input.request }],
           startWorkflowOperation: startRunner(input.mirror, ctx.info.taskQueue),
         });
       } catch (err) {

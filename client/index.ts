@@ -2,7 +2,7 @@
 // deterministic workflow id (a repeated request joins the running one), follow its progress, and
 // turn its failure back into the KmirrorError the operation failed with.
 import { createHash } from 'node:crypto';
-import { Client, Connection, WorkflowFailedError, type WorkflowHandle } from '@temporalio/client';
+import { Client, Connection, WorkflowFailedError, type WorkflowHandle, type WorkflowHandleWithFirstExecutionRunId } from '@temporalio/client';
 import { ApplicationFailure, TypedSearchAttributes } from '@temporalio/common';
 import type { Config } from '../config.ts';
 import { ErrorCodes, KmirrorError, type ErrorCode } from '../domain/errors.ts';
@@ -11,12 +11,15 @@ import { progressQuery, runnerWorkflowId, statusQuery, type Operation, type Oper
 import type { TopicsChangeInput, TopicsChangeResult } from '../workflows/change-topics.ts';
 import { searchAttributePairs } from '../workflows/search-attributes.ts';
 import type { StartTopicsInput, StartTopicsResult } from '../workflows/start-topics.ts';
+import type { PromoteInput, StopTopicsInput, StopTopicsResult } from '../workflows/stop-topics.ts';
 
 export interface OperationInputs {
   createMirror: CreateMirrorInput;
   startTopics: StartTopicsInput;
   pauseTopics: TopicsChangeInput;
   resumeTopics: TopicsChangeInput;
+  failover: StopTopicsInput;
+  promote: PromoteInput;
 }
 
 export interface OperationResults {
@@ -24,9 +27,11 @@ export interface OperationResults {
   startTopics: StartTopicsResult;
   pauseTopics: TopicsChangeResult;
   resumeTopics: TopicsChangeResult;
+  failover: StopTopicsResult;
+  promote: StopTopicsResult;
 }
 
-const PREFIX: Record<Operation, string> = { createMirror: 'create', startTopics: 'start', pauseTopics: 'pause', resumeTopics: 'resume' };
+const PREFIX: Record<Operation, string> = { createMirror: 'create', startTopics: 'start', pauseTopics: 'pause', resumeTopics: 'resume', failover: 'failover', promote: 'promote' };
 
 const digest = (value: unknown): string => createHash('sha256').update(JSON.stringify(value)).digest('hex').slice(0, 12);
 const sorted = (list: readonly string[] | undefined): string[] => [...new Set(list ?? [])].sort();
@@ -44,6 +49,12 @@ export function operationWorkflowId<O extends Operation>(operation: O, input: Op
     case 'startTopics': {
       const i = input as StartTopicsInput;
       return `${base}:${digest([sorted(i.topics), sorted(i.include), sorted(i.exclude)])}`;
+    }
+    case 'failover':
+    case 'promote': {
+      // A dry run is its own request: it must not join (or be joined by) the real one.
+      const i = input as StopTopicsInput;
+      return `${base}:${digest([i.allTopics === true ? 'all' : sorted(i.topics), sorted(i.include), i.dryRun === true])}`;
     }
     default: {
       const i = input as TopicsChangeInput;
@@ -71,7 +82,7 @@ export async function connectClient(config: Pick<Config, 'temporal'>): Promise<T
 }
 
 /** Start an operation (or join the same request while it runs). */
-export async function startOperation<O extends Operation>(temporal: TemporalClient, operation: O, input: OperationInputs[O]): Promise<WorkflowHandle> {
+export async function startOperation<O extends Operation>(temporal: TemporalClient, operation: O, input: OperationInputs[O]): Promise<WorkflowHandleWithFirstExecutionRunId> {
   const topics = (input as { topics?: readonly string[] }).topics;
   return temporal.client.workflow.start(operation, {
     taskQueue: temporal.taskQueue,

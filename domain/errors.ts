@@ -28,6 +28,8 @@ export const ErrorCodes = [
   /** A Kafka error answer with no more specific code (details.kafkaError names it): final. */
   'KAFKA_ERROR',
   'UNSUPPORTED_OFFSET_GAP',
+  /** A promote's lag did not reach 0 in time (the source keeps growing): nothing was stopped. */
+  'PROMOTE_TIMEOUT',
   'LEASE_LOST',
   'LEASE_HELD',
   'EXPECTED_VERSION_CONFLICT',

@@ -750,8 +750,9 @@ class Copier {
   }
 }
 
-/** A record found at an offset: data (decoded) or a control record (transaction marker). */
-type BoundaryRecord = { readonly kind: 'control' } | { readonly kind: 'data'; readonly record: DecodedRecord };
+/** A record found at an offset: data (decoded) or a control record (transaction marker), with the
+ *  leader epoch of the batch that holds it. */
+export type BoundaryRecord = { readonly kind: 'control'; readonly leaderEpoch: number } | { readonly kind: 'data'; readonly record: DecodedRecord; readonly leaderEpoch: number };
 
 /**
  * The record at `offset` of each partition, read as the log holds it (read_uncommitted); undefined
@@ -768,9 +769,9 @@ export async function recordsAt(cluster: RawCluster, wanted: readonly { topic: s
     }
     const batch = p.batches.find((b) => b.baseOffset <= offset && offset <= b.lastOffset);
     if (batch === undefined) return p.batches.some((b) => b.baseOffset > offset) ? undefined : 'retry';
-    if (batch.isControl) return { kind: 'control' };
+    if (batch.isControl) return { kind: 'control', leaderEpoch: batch.leaderEpoch };
     const record = decodeRecords(batch).find((r) => r.offset === offset);
-    return record === undefined ? undefined : { kind: 'data', record };
+    return record === undefined ? undefined : { kind: 'data', record, leaderEpoch: batch.leaderEpoch };
   };
   const byLeader = new Map<number, typeof wanted[number][]>();
   for (const w of wanted) {

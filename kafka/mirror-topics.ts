@@ -352,3 +352,45 @@ export async function isrStatus(destination: RawCluster, destAdmin: Admin, topic
   }
   return { waiting, missingBrokers: [...missing].sort((a, b) => a - b), minInsyncReplicas };
 }
+
+/**
+ * Make mirror topics writable again (failover, promote): delete the DENY WRITE ACLs on them. A
+ * mirror topic belongs to its mirror, so every literal DENY WRITE on it is taken as the read-only
+ * guard applyReadOnly put there. Returns the principals that may write again.
+ */
+export async function liftReadOnly(destAdmin: Admin, topics: readonly string[]): Promise<{ readonly lifted: readonly string[]; readonly reason?: string }> {
+  if (topics.length === 0) return { lifted: [] };
+  const wanted = new Set(topics);
+  let described;
+  try {
+    described = await destAdmin.describeAcls({
+      resourceType: AclResourceTypes.TOPIC,
+      resourcePatternType: ResourcePatternTypes.LITERAL,
+      operation: AclOperationTypes.WRITE,
+      permissionType: AclPermissionTypes.DENY,
+    });
+  } catch (err) {
+    const failure = kafkaFailure(err, 'describe the destination ACLs');
+    if (failure.details.kafkaError === 'SECURITY_DISABLED') return { lifted: [], reason: 'the destination has no authorizer' };
+    throw failure;
+  }
+  const filters = described.resources
+    .filter((r) => wanted.has(r.resourceName))
+    .flatMap((r) =>
+      r.acls.map((a) => ({
+        resourceType: AclResourceTypes.TOPIC,
+        resourceName: r.resourceName,
+        resourcePatternType: ResourcePatternTypes.LITERAL,
+        principal: a.principal,
+        host: a.host,
+        operation: AclOperationTypes.WRITE,
+        permissionType: AclPermissionTypes.DENY,
+      })),
+    );
+  try {
+    for (let i = 0; i < filters.length; i += 1_000) await destAdmin.deleteAcls({ filters: filters.slice(i, i + 1_000) });
+  } catch (err) {
+    throw kafkaFailure(err, 'delete the DENY WRITE ACLs on the destination');
+  }
+  return { lifted: [...new Set(filters.map((f) => f.principal))].sort() };
+}

@@ -27,7 +27,7 @@ type Runner = ReturnType<typeof createRunnerActivities>;
 
 /** Short calls: event store, admin requests, runner updates. Final codes are non-retryable
  *  failures (activities/edge.ts), so retries only repeat what may succeed. */
-export const short = proxyActivities<EventStore & KafkaAdmin & Runner>({
+export const short = proxyActivities<EventStore & KafkaAdmin & Runner & Pick<DataPlane, 'recordFinalPositions'>>({
   startToCloseTimeout: '2 minutes',
   retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '10 seconds', maximumAttempts: 5 },
 });

@@ -5,3 +5,5 @@ export { startTopics } from './start-topics.ts';
 export { pauseTopics } from './pause-topics.ts';
 export { resumeTopics } from './resume-topics.ts';
 export { mirrorRunner } from './mirror-runner.ts';
+export { failover } from './failover.ts';
+export { promote } from './promote.ts';

@@ -5,7 +5,7 @@ import { defineQuery, defineUpdate } from '@temporalio/workflow';
 import type { PartitionSelection } from '../domain/commands.ts';
 
 /** The operations an operator starts (one workflow type each) and the long-lived runner. */
-export const Operations = ['createMirror', 'startTopics', 'pauseTopics', 'resumeTopics'] as const;
+export const Operations = ['createMirror', 'startTopics', 'pauseTopics', 'resumeTopics', 'failover', 'promote'] as const;
 export type Operation = (typeof Operations)[number];
 export type WorkflowKind = Operation | 'mirrorRunner';
 
@@ -48,6 +48,11 @@ export interface FailedPartition {
 export const pauseUpdate = defineUpdate<RunnerChange, [RunnerRequest]>('pause');
 /** Resume: back to MIRRORING; copying restarts from the destination end. */
 export const resumeUpdate = defineUpdate<RunnerChange, [RunnerRequest]>('resume');
+/** A stop (failover or promote): the partitions that can stop go to STOPPING; returns once no copy
+ *  or alignment holds any of them (their final positions are recorded by the copies as they end). */
+export const stopUpdate = defineUpdate<RunnerChange, [RunnerRequest & { readonly mode: 'failover' | 'promote' }]>('stop');
+/** Re-read partitions an operation changed directly in the event store (a completed stop). */
+export const refreshUpdate = defineUpdate<RunnerChange, [RunnerRequest]>('refresh');
 /** The partitions a start put in LOG_TRUNCATION: the runner aligns them, waits for their ISR and
  *  moves them to MIRRORING; returns once none of them is still in LOG_TRUNCATION. */
 export const truncateUpdate = defineUpdate<RunnerChange, [RunnerRequest]>('truncate');

@@ -248,6 +248,16 @@ export class MirrorRunnerState {
     return out;
   }
 
+  /** The partitions of `keys` that are in none of `states`. */
+  notIn(keys: readonly string[], states: readonly string[]): { topic: string; partition: number }[] {
+    const out: { topic: string; partition: number }[] = [];
+    for (const k of keys) {
+      const e = this.entries.get(k);
+      if (e !== undefined && !states.includes(e.state)) out.push({ topic: e.topic, partition: e.partition });
+    }
+    return out;
+  }
+
   /** True when none of `keys` is in one of `states`. */
   noneIn(keys: readonly string[], states: readonly string[]): boolean {
     return keys.every((k) => !states.includes(this.entries.get(k)?.state ?? ''));

@@ -26,8 +26,8 @@ import {
 } from '@temporalio/workflow';
 import type { MirrorCommandInput } from '../activities/event-store.ts';
 import { asFailure, dataPlane, failureOf, isStop, metadataOf, Mutex, selectionOf, setSearchAttributes, short, waits } from './common.ts';
-import { pauseUpdate, progressQuery, resumeUpdate, statusQuery, truncateUpdate, type RunnerRequest } from './messages.ts';
-import { MirrorRunnerState, type Task } from './mirror-runner-state.ts';
+import { pauseUpdate, progressQuery, refreshUpdate, resumeUpdate, statusQuery, stopUpdate, truncateUpdate, type RunnerRequest } from './messages.ts';
+import { key, MirrorRunnerState, type Task } from './mirror-runner-state.ts';
 import { startTopics } from './start-topics.ts';
 
 export interface MirrorRunnerInput {
@@ -122,6 +122,34 @@ export async function mirrorRunner(input: MirrorRunnerInput): Promise<MirrorRunn
   );
 
   setHandler(
+    stopUpdate,
+    async (req) => {
+      const keys = state.keysOf(req.partitions);
+      try {
+        // Partitions already STOPPING (an interrupted stop run again) or STOPPED are left as they are.
+        const stoppable = state.notIn(keys, ['STOPPING', 'STOPPED']);
+        if (stoppable.length > 0) await command({ type: 'StopTopics', mirror, partitions: selectionOf(stoppable), mode: req.mode === 'promote' ? 'promote' : 'failover' }, requestMetadata(req));
+        // Copies are cancelled by the main loop; an alignment in progress finishes by itself.
+        await condition(() => state.idle(keys));
+      } catch (err) {
+        throw asFailure(err);
+      }
+      return state.change(keys);
+    },
+    { validator: validate('stop') },
+  );
+
+  setHandler(
+    refreshUpdate,
+    async (req) => {
+      const topics = req.partitions === 'all' ? undefined : req.partitions.map((p) => p.topic);
+      await lock.run(async () => state.apply((await short.loadMirrorView({ mirror, ...(topics ? { topics } : {}) })).topics, Date.now()));
+      return state.change(state.keysOf(req.partitions));
+    },
+    { validator: validate('refresh') },
+  );
+
+  setHandler(
     truncateUpdate,
     async (req) => {
       // A start appended these partitions (LOG_TRUNCATION) after this runner loaded: read them.
@@ -158,7 +186,9 @@ export async function mirrorRunner(input: MirrorRunnerInput): Promise<MirrorRunn
     const ok = aligned.partitions.filter((p) => p.status !== 'failed');
     if (ok.length > 0) {
       await waits.waitForIsr({ mirror, topics: [...new Set(ok.map((p) => p.topic))] });
-      await command({ type: 'CompleteTruncation', mirror, partitions: selectionOf(ok) });
+      // A stop may have come meanwhile: only partitions still in LOG_TRUNCATION move on.
+      const still = state.inState(ok.map((p) => key(p.topic, p.partition)), 'LOG_TRUNCATION');
+      if (still.length > 0) await command({ type: 'CompleteTruncation', mirror, partitions: selectionOf(still) });
     }
     return aligned.partitions;
   };

@@ -4,9 +4,10 @@ import { Command, InvalidArgumentError } from 'commander';
 import { readStream } from '../../db/event-store/read-stream.ts';
 import { verifyChain } from '../../db/event-store/verify-chain.ts';
 import { describeMirror, listMirrors } from '../../db/projections/describe-mirror.ts';
-import { isKmirrorError, KmirrorError } from '../../domain/errors.ts';
+import { KmirrorError } from '../../domain/errors.ts';
 import { mirrorStreamId } from '../../domain/events.ts';
-import { IsolationLevel } from '../../kafka/protocol.ts';
+import { partitionKey } from '../../kafka/copier.ts';
+import { endOffsets } from '../../kafka/offsets.ts';
 import { verifyPartition, type PartitionVerification } from '../../kafka/verify.ts';
 import { errorBody } from '../../errors-output.ts';
 import type { CliContext } from '../context.ts';
@@ -43,30 +44,16 @@ export interface DescribedMirror {
   readonly partitions: readonly DescribedPartition[];
 }
 
-const key = (topic: string, partition: number) => `${topic}\u0000${partition}`;
+const key = partitionKey;
 
-/** End offsets of the partitions on one cluster: the LSO on the source (what can be mirrored), the
- *  high watermark on the destination. A cluster that does not answer is reported, not thrown. */
-async function liveEnds(ctx: CliContext, cluster: string, topics: readonly { topic: string; partitions: number[] }[], isolation: number): Promise<{ reach: ClusterReach; ends: Map<string, bigint> }> {
-  const ends = new Map<string, bigint>();
+/** End offsets of the partitions on one cluster (kafka/offsets.ts). A cluster that does not answer
+ *  is reported, not thrown. */
+async function liveEnds(ctx: CliContext, cluster: string, topics: readonly { topic: string; partitions: number[] }[], which: 'source' | 'destination'): Promise<{ reach: ClusterReach; ends: Map<string, bigint> }> {
   try {
     const client = await (await ctx.clusters()).get(cluster);
-    let next = 0;
-    const worker = async () => {
-      while (next < topics.length) {
-        const { topic, partitions } = topics[next++]!;
-        try {
-          for (const [p, end] of await client.raw.listOffsets(topic, partitions, 'latest', isolation)) ends.set(key(topic, p), end);
-        } catch (err) {
-          // A topic deleted on this cluster: its offsets stay unknown, the others are still shown.
-          if (!isKmirrorError(err, 'UNKNOWN_TOPIC')) throw err;
-        }
-      }
-    };
-    await Promise.all(Array.from({ length: Math.min(16, topics.length) }, worker));
-    return { reach: { cluster, reachable: true }, ends };
+    return { reach: { cluster, reachable: true }, ends: await endOffsets(client.raw, topics, which) };
   } catch (err) {
-    return { reach: { cluster, reachable: false, error: errorBody(err) }, ends };
+    return { reach: { cluster, reachable: false, error: errorBody(err) }, ends: new Map() };
   }
 }
 
@@ -75,8 +62,8 @@ export async function describeLive(ctx: CliContext, mirror: string, options: { f
   if (d.state === 'deleted') throw new KmirrorError('UNKNOWN_CLUSTER_MIRROR', `mirror ${mirror} does not exist (deleted)`, { mirror });
   const topics = d.topics.filter((t) => t.partitions.length > 0).map((t) => ({ topic: t.topic, partitions: t.partitions.map((p) => p.partition) }));
   const [source, destination] = await Promise.all([
-    liveEnds(ctx, d.sourceCluster, topics, IsolationLevel.READ_COMMITTED),
-    liveEnds(ctx, d.destinationCluster, topics, IsolationLevel.READ_UNCOMMITTED),
+    liveEnds(ctx, d.sourceCluster, topics, 'source'),
+    liveEnds(ctx, d.destinationCluster, topics, 'destination'),
   ]);
   const partitions: DescribedPartition[] = d.topics.flatMap((t) =>
     t.partitions.map((p) => {

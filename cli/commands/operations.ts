@@ -1,13 +1,14 @@
 // The operation commands: each starts its workflow (joining the same request if it is running),
 // shows its progress on a terminal, and prints the result when the workflow has completed.
 // --no-wait prints the workflow id at once.
-import { Command } from 'commander';
+import { Command, InvalidArgumentError } from 'commander';
 import { awaitOperation, startOperation, workflowUrl, type OperationInputs, type OperationResults } from '../../client/index.ts';
 import { KmirrorError } from '../../domain/errors.ts';
 import type { Operation } from '../../workflows/messages.ts';
 import type { StartTopicsResult } from '../../workflows/start-topics.ts';
 import type { TopicsChangeResult } from '../../workflows/change-topics.ts';
 import type { CreateMirrorResult } from '../../workflows/create-mirror.ts';
+import type { StopTopicsResult } from '../../workflows/stop-topics.ts';
 import type { CliContext } from '../context.ts';
 import { progressLine, table } from '../render.ts';
 
@@ -44,6 +45,32 @@ async function operate<O extends Operation>(ctx: CliContext, operation: O, input
   if (ctx.json) ctx.printJson({ workflowId: handle.workflowId, url, result });
   else ctx.note(`workflow ${handle.workflowId}: ${url}`);
   return result;
+}
+
+/** "90", "90s", "5m", "1h" → seconds. */
+function parseDuration(value: string): number {
+  const m = /^(\d+(?:\.\d+)?)(s|m|h)?$/.exec(value.trim());
+  if (m === null) throw new InvalidArgumentError('a duration like 90s, 5m or 1h');
+  return Number(m[1]) * ({ s: 1, m: 60, h: 3_600 } as const)[(m[2] ?? 's') as 's' | 'm' | 'h'];
+}
+
+function printStop(ctx: CliContext, r: StopTopicsResult): void {
+  const behind = r.partitions.reduce((n, p) => n + BigInt(p.recordsBehind ?? '0'), 0n);
+  const unknown = r.partitions.some((p) => p.recordsBehind === null);
+  ctx.print(
+    table(
+      ['TOPIC', 'PARTITION', 'STATE', 'DEST END', 'SOURCE END', 'BEHIND'],
+      r.partitions.map((p) => [p.topic, String(p.partition), p.state, p.destinationEnd ?? '?', p.sourceEnd ?? '?', p.recordsBehind ?? '?']),
+    ),
+  );
+  const source = r.source.reachable ? '' : ` (the source does not answer: ${r.source.error?.code})`;
+  if (r.dryRun) {
+    ctx.print(`\ndry run, nothing changed: a ${r.mode} now would stop ${r.partitions.length} partition(s) and leave ${unknown ? 'an unknown number of' : behind.toString()} record(s) behind${source}`);
+    return;
+  }
+  ctx.print(`\n${r.mode}: ${Object.entries(r.states).map(([s, n]) => `${n} ${s}`).join(', ')} in ${(r.durationMs / 1000).toFixed(1)} s; records behind the source (RPO): ${unknown ? 'unknown' : behind.toString()}${source}`);
+  if (r.writable) ctx.print(r.writable.lifted.length > 0 ? `writable: DENY WRITE lifted for ${r.writable.lifted.join(', ')}` : `writable: no DENY WRITE to lift${r.writable.reason ? ` (${r.writable.reason})` : ''}`);
+  printFailed(ctx, r.failed);
 }
 
 function printFailed(ctx: CliContext, failed: readonly { topic: string; partition: number; code: string; message: string }[]): void {
@@ -118,11 +145,49 @@ export function operationCommands(ctx: CliContext): Command[] {
         if (result !== undefined && !ctx.json) printChange(ctx, verb, result);
       });
 
+  const stop = (name: 'failover' | 'promote', description: string, example: string) => {
+    const command = new Command(name)
+      .description(description)
+      .argument('<mirror>', 'mirror name')
+      .option('--topic <name>', 'a topic of the mirror (repeatable)', collect)
+      .option('--include <regex>', "the mirror's topics whose whole name matches (repeatable)", collect)
+      .option('--all-topics', 'every topic of the mirror')
+      .option('--dry-run', 'show per partition what would happen and the records a stop now would leave behind; change nothing')
+      .option('--no-wait', 'print the workflow id and return at once');
+    if (name === 'promote') command.option('--timeout <duration>', 'how long to wait for the lag to reach 0 (e.g. 90s, 5m; default 5m)', parseDuration);
+    return command.addHelpText('after', `\nExamples:\n${example}`).action(async (mirror: string, options: WaitOptions & { topic?: string[]; include?: string[]; allTopics?: boolean; dryRun?: boolean; timeout?: number }) => {
+      const ways = [options.allTopics === true, options.topic !== undefined, options.include !== undefined].filter(Boolean).length;
+      if (ways !== 1) throw new KmirrorError('INVALID_ARGUMENT', `${name} needs --topic NAME, --include REGEX or --all-topics (one of them)`);
+      const input = {
+        mirror,
+        ...(options.allTopics ? { allTopics: true } : {}),
+        ...(options.topic ? { topics: options.topic } : {}),
+        ...(options.include ? { include: options.include } : {}),
+        ...(options.dryRun ? { dryRun: true } : {}),
+        ...(options.timeout !== undefined ? { timeoutSeconds: options.timeout } : {}),
+        ...ctx.requester,
+      };
+      const result = await operate(ctx, name, input, options, `${name} ${mirror}`);
+      if (result === undefined || ctx.json) return;
+      printStop(ctx, result);
+    });
+  };
+
   return [
     create,
     start,
     change('pause', 'pauseTopics', 'pause mirroring of topics: returns once fetching has stopped; the destination keeps its log and stays read-only', 'paused'),
     change('resume', 'resumeTopics', 'resume paused topics: each partition continues from its destination end', 'resumed'),
+    stop(
+      'failover',
+      'disaster recovery: stop mirroring and make the destination topics writable now, whether or not the source answers; reports the records left behind (RPO)',
+      '  kmirror failover dr-east --all-topics --dry-run\n  kmirror failover dr-east --all-topics --reason "east region down"',
+    ),
+    stop(
+      'promote',
+      'planned switchover: wait until the destination has everything the source has (source reachable), then stop and make the topics writable: zero loss once producers have stopped',
+      '  kmirror promote dr-east --all-topics --timeout 10m --reason "move to west"',
+    ),
   ];
 }
 

@@ -1,0 +1,136 @@
+// Failover and promote on the real stack (DESIGN §4): the destination topics become writable, the
+// copies have stopped, the last mirrored positions are recorded, promote waits until nothing is
+// behind, and failover works with the source gone (promote refuses then, pointing to failover).
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { awaitOperation, startOperation, type OperationInputs, type OperationResults } from '../../client/index.ts';
+import { changeClusterConnection, registerCluster } from '../../db/cluster-store.ts';
+import { createKafka } from '../../kafka/connection.ts';
+import { verifyPartition } from '../../kafka/verify.ts';
+import type { Operation } from '../../workflows/messages.ts';
+import { controlPlane, type ControlPlane } from '../support/control-plane.ts';
+import { messages, sendAll } from '../support/mirror-fixture.ts';
+import { destAppConnection, randomName, sourceConnection } from '../support/stack.ts';
+
+let t: ControlPlane;
+beforeAll(async () => {
+  t = await controlPlane();
+});
+afterAll(async () => t?.close());
+
+const run = async <O extends Operation>(operation: O, input: OperationInputs[O]): Promise<OperationResults[O]> => awaitOperation<O>(await startOperation(t.temporal, operation, input));
+const refusal = async <O extends Operation>(operation: O, input: OperationInputs[O]) =>
+  run(operation, input).then(
+    () => undefined,
+    (err: unknown) => err as { code: string; message: string },
+  );
+const all = (n: number) => Array.from({ length: n }, (_, i) => i);
+const ends = async (cluster: 'source' | 'dest', topic: string, n: number) => {
+  const offsets = await (cluster === 'source' ? t.source : t.dest).listOffsets(topic, all(n), 'latest');
+  return all(n).map((p) => offsets.get(p)!);
+};
+
+async function mirrored(partitions: number, records: number, sourceCluster = 'src'): Promise<{ mirror: string; topic: string }> {
+  const mirror = randomName('m');
+  const topic = await t.sourceTopic({ partitions });
+  const producer = t.sourceKafka.producer({ idempotent: true, maxInFlightRequests: 1 });
+  await producer.connect();
+  await sendAll(producer, topic, messages(records, partitions));
+  await producer.disconnect();
+  await run('createMirror', { mirror, sourceCluster, destinationCluster: 'dst' });
+  await run('startTopics', { mirror, topics: [topic] });
+  await expect.poll(() => ends('dest', topic, partitions), { timeout: 30_000 }).toEqual(await ends('source', topic, partitions));
+  return { mirror, topic };
+}
+
+describe('failover', () => {
+  it('dry run changes nothing; failover stops the copies, records the positions, and makes the topics writable', async () => {
+    const { mirror, topic } = await mirrored(3, 900);
+    const dry = await run('failover', { mirror, allTopics: true, dryRun: true });
+    expect(dry).toMatchObject({ dryRun: true, source: { reachable: true } });
+    expect(dry.partitions.map((p) => [p.state, p.recordsBehind])).toEqual([
+      ['MIRRORING', '0'],
+      ['MIRRORING', '0'],
+      ['MIRRORING', '0'],
+    ]);
+    const result = await run('failover', { mirror, topics: [topic], actor: 'oncall', reason: 'drill' });
+    expect(result).toMatchObject({ mode: 'failover', dryRun: false, states: { STOPPED: 3 }, writable: { lifted: ['User:app'] } });
+    expect(result.partitions.map((p) => p.recordsBehind)).toEqual(['0', '0', '0']);
+    const rows = await t.db.selectFrom('mirror_partitions').select(['partition', 'state', 'stop_mode', 'last_mirrored_offset', 'last_mirrored_checksum']).where('mirror', '=', mirror).orderBy('partition').execute();
+    expect(rows.map((r) => [r.state, r.stop_mode, r.last_mirrored_offset])).toEqual([
+      ['STOPPED', 'failover', 300n],
+      ['STOPPED', 'failover', 300n],
+      ['STOPPED', 'failover', 300n],
+    ]);
+    expect(rows.every((r) => /^[0-9a-f]{64}$/.test(r.last_mirrored_checksum ?? ''))).toBe(true);
+    // The copies have stopped: new source data does not arrive; the app user can write now.
+    const producer = t.sourceKafka.producer();
+    await producer.connect();
+    await producer.send({ topic, messages: messages(30, 3, { from: 5_000 }) });
+    await producer.disconnect();
+    const app = createKafka(destAppConnection(), { retries: 2 }).producer();
+    await app.connect();
+    await expect.poll(async () => app.send({ topic, messages: [{ partition: 0, value: 'written on the new primary' }] }).then(() => 'ok', (e: unknown) => String(e)), { timeout: 20_000 }).toBe('ok');
+    await app.disconnect();
+    await new Promise((r) => setTimeout(r, 2_000));
+    expect(await ends('dest', topic, 3)).toEqual([301n, 300n, 300n]);
+  });
+
+  it('works with the source gone (RPO unknown); promote refuses then and points to failover', async () => {
+    await registerCluster(t.db, t.config.secretKey, { cluster: 'fragile', connection: sourceConnection() }, { actor: 'test' });
+    const { mirror } = await mirrored(2, 100, 'fragile');
+    // The source "goes away": its registered address now leads nowhere.
+    await changeClusterConnection(t.db, t.config.secretKey, { cluster: 'fragile', connection: { bootstrap: ['127.0.0.1:1'], securityProtocol: 'PLAINTEXT' } }, { actor: 'test' });
+    const refused = await refusal('promote', { mirror, allTopics: true });
+    expect(refused).toMatchObject({ code: 'CLUSTER_UNREACHABLE', message: expect.stringContaining('failover') });
+    const result = await run('failover', { mirror, allTopics: true });
+    expect(result).toMatchObject({ source: { reachable: false }, states: { STOPPED: 2 } });
+    expect(result.partitions.map((p) => p.recordsBehind)).toEqual([null, null]);
+  });
+
+  it('bad requests: unknown topic, a topic already stopped, no selection', async () => {
+    const { mirror, topic } = await mirrored(1, 10);
+    expect(await refusal('failover', { mirror, topics: ['nope'] })).toMatchObject({ code: 'TOPIC_NOT_IN_CLUSTER_MIRROR' });
+    expect(await refusal('failover', { mirror } as OperationInputs['failover'])).toMatchObject({ code: 'INVALID_ARGUMENT' });
+    expect(await refusal('failover', { mirror, include: ['('] })).toMatchObject({ code: 'INVALID_TOPIC_PATTERN' });
+    await run('failover', { mirror, topics: [topic] });
+    // Run again: everything is STOPPED already; it completes without changing anything.
+    expect(await run('failover', { mirror, topics: [topic] })).toMatchObject({ states: { STOPPED: 1 } });
+  });
+});
+
+describe('promote', () => {
+  it('with a producer still writing: waits until the lag is 0, stops, and loses nothing', async () => {
+    const { mirror, topic } = await mirrored(2, 200);
+    let writing = true;
+    let sent = 200;
+    const writer = (async () => {
+      const producer = t.sourceKafka.producer({ idempotent: true, maxInFlightRequests: 1 });
+      await producer.connect();
+      while (writing) {
+        await producer.send({ topic, messages: messages(20, 2, { from: sent }) });
+        sent += 20;
+        await new Promise((r) => setTimeout(r, 20));
+      }
+      await producer.disconnect();
+    })();
+    const promoting = run('promote', { mirror, allTopics: true, timeoutSeconds: 60 });
+    // The producers are stopped a moment later, as a planned switchover does.
+    await new Promise((r) => setTimeout(r, 3_000));
+    writing = false;
+    await writer;
+    const result = await promoting;
+    expect(result).toMatchObject({ mode: 'promote', states: { STOPPED: 2 } });
+    expect(result.partitions.map((p) => p.recordsBehind)).toEqual(['0', '0']);
+    expect((await ends('dest', topic, 2)).reduce((a, b) => a + b, 0n)).toBe(BigInt(sent));
+    for (const p of all(2)) expect(await verifyPartition(t.source, t.dest, topic, p)).toMatchObject({ equal: true });
+  });
+
+  it('refuses while a partition is PAUSED (its lag cannot reach 0), and changes nothing', async () => {
+    const { mirror } = await mirrored(1, 10);
+    await run('pauseTopics', { mirror, allTopics: true });
+    const refused = await refusal('promote', { mirror, allTopics: true, timeoutSeconds: 2 });
+    expect(refused).toMatchObject({ code: 'INVALID_CLUSTER_MIRROR_STATES', message: expect.stringContaining('PAUSED') });
+    const rows = await t.db.selectFrom('mirror_partitions').select('state').where('mirror', '=', mirror).execute();
+    expect(rows.map((r) => r.state)).toEqual(['PAUSED']);
+  });
+});
