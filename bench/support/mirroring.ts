@@ -1,0 +1,209 @@
+// What the mirroring benchmarks (throughput, runner) share, so that every tool is filled and
+// measured the same way: the local stack's two clusters, topics created and removed again, the
+// source fill (ProducerPerformance), the copier in a process of its own (scripts/copy-topic.ts) and
+// the yardstick — the destination's end offsets polled from outside until every record is there.
+import { spawnSync } from 'node:child_process';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { Admin, Kafka } from 'kafkajs';
+import { createDatabase } from '../../db/connect.ts';
+import { migrateToLatest } from '../../db/migrate.ts';
+import type { ClusterConnection } from '../../domain/connection.ts';
+import { createTopicsAndWait, deleteTopicsAndWait } from '../../kafka/admin.ts';
+import type { CopyOptions } from '../../kafka/copier.ts';
+import { createKafka } from '../../kafka/connection.ts';
+import { IsolationLevel, RawCluster } from '../../kafka/protocol.ts';
+import { runCopyTopic, type CopyTopicProcess } from '../../scripts/copy-topic-process.ts';
+import type { CopyTopicArgs } from '../../scripts/copy-topic.ts';
+import { connectionFor, formattedDestNodes } from '../../scripts/stack/kafka.ts';
+import { databaseUrl } from '../../scripts/stack/postgres.ts';
+import { projectRoot } from '../../scripts/stack/topology.ts';
+import { producerPerformance, type ProducerPerfResult } from './kafka-tools.ts';
+
+/** A `RESULT name=value [unit]` line on stdout: what a benchmark reports. */
+export const result = (name: string, value: number | string, unit = ''): void => {
+  process.stdout.write(`RESULT ${name}=${value}${unit === '' ? '' : ` ${unit}`}\n`);
+};
+/** A `# …` line on stderr: how the figures came about. */
+export const note = (line: string): void => void process.stderr.write(`# ${line}\n`);
+export const round1 = (n: number): number => Math.round(n * 10) / 10;
+export const round2 = (n: number): number => Math.round(n * 100) / 100;
+export const mibPerS = (bytes: number, ms: number): number => round1(bytes / 2 ** 20 / (ms / 1000));
+export const median = (xs: readonly number[]): number => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length % 2 ? s[(s.length - 1) / 2]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2;
+};
+export const sum = (m: ReadonlyMap<number, bigint>): bigint => [...m.values()].reduce((a, b) => a + b, 0n);
+export const range = (n: number): number[] => Array.from({ length: n }, (_, i) => i);
+
+/** `npm run stack -- up --quiet`: the benchmark's clusters, Postgres and Temporal. Exits on failure. */
+export function stackUp(): void {
+  const up = spawnSync(process.execPath, ['--import', 'tsx', join(projectRoot, 'scripts', 'stack.ts'), 'up', '--quiet'], { stdio: 'inherit' });
+  if (up.status !== 0) process.exit(up.status ?? 1);
+}
+
+/** The stack's database at the latest schema: the copier process keeps its leases there. */
+export async function migrateStackDatabase(): Promise<void> {
+  const db = createDatabase(databaseUrl, { maxConnections: 1 });
+  try {
+    await migrateToLatest(db);
+  } finally {
+    await db.destroy();
+  }
+}
+
+/** The stack's two clusters as the benchmarks use them, with the topics they created. */
+export interface BenchClusters {
+  readonly sourceConnection: ClusterConnection;
+  readonly destConnection: ClusterConnection;
+  readonly sourceKafka: Kafka;
+  readonly destKafka: Kafka;
+  readonly source: RawCluster;
+  readonly dest: RawCluster;
+  readonly sourceAdmin: Admin;
+  readonly destAdmin: Admin;
+  /** Create a topic (retrying while a just-deleted one of the same name is still going away) and remember it. */
+  createTopic(admin: Admin, topic: string, partitions: number, configs?: Record<string, string>): Promise<void>;
+  /** Remember a topic created by someone else (a start creates its destination topic). */
+  track(admin: Admin, topic: string): void;
+  /** Delete a topic and forget it. */
+  deleteTopic(admin: Admin, topic: string): Promise<void>;
+  /** Delete every topic still remembered, then disconnect. */
+  close(): Promise<void>;
+}
+
+export async function openClusters(): Promise<BenchClusters> {
+  const sourceConnection = connectionFor('source');
+  const destConnection = connectionFor('dest', formattedDestNodes() ?? 1);
+  const sourceKafka = createKafka(sourceConnection, { retries: 8 });
+  const destKafka = createKafka(destConnection, { retries: 8 });
+  const source = new RawCluster(sourceKafka);
+  const dest = new RawCluster(destKafka);
+  const sourceAdmin = sourceKafka.admin();
+  const destAdmin = destKafka.admin();
+  await Promise.all([source.connect(), dest.connect(), sourceAdmin.connect(), destAdmin.connect()]);
+  const created: { admin: Admin; topic: string }[] = [];
+
+  const deleteTopic = async (admin: Admin, topic: string): Promise<void> => {
+    await deleteTopicsAndWait(admin, [topic]);
+    const at = created.findIndex((c) => c.admin === admin && c.topic === topic);
+    if (at >= 0) created.splice(at, 1);
+  };
+  return {
+    sourceConnection,
+    destConnection,
+    sourceKafka,
+    destKafka,
+    source,
+    dest,
+    sourceAdmin,
+    destAdmin,
+    async createTopic(admin, topic, partitions, configs = {}) {
+      // A just-deleted topic of the same name may still be going away: retry until it is gone.
+      for (let attempt = 0; ; attempt++) {
+        try {
+          if (!(await createTopicsAndWait(admin, [{ topic, partitions, replicationFactor: 1, configs }]))) throw new Error(`${topic} still exists`);
+          created.push({ admin, topic });
+          return;
+        } catch (err) {
+          if (attempt >= 60) throw err;
+          await sleep(500);
+        }
+      }
+    },
+    track(admin, topic) {
+      if (!created.some((c) => c.admin === admin && c.topic === topic)) created.push({ admin, topic });
+    },
+    deleteTopic,
+    async close() {
+      for (const { admin, topic } of [...created].reverse()) await deleteTopic(admin, topic).catch(() => undefined);
+      await Promise.all([source.close(), dest.close(), sourceAdmin.disconnect(), destAdmin.disconnect()]);
+    },
+  };
+}
+
+/**
+ * Poll the destination's end offsets every 50 ms until `expected` records are there; time from the
+ * first record's arrival to the last (activeMs) and from the call (wallMs). The same yardstick for
+ * every tool. The topic must exist on the destination.
+ */
+export async function watchDestination(dest: RawCluster, topic: string, partitions: readonly number[], expected: bigint, timeoutMs = 20 * 60_000): Promise<{ activeMs: number; wallMs: number }> {
+  const t0 = performance.now();
+  let first: number | undefined;
+  for (;;) {
+    const have = await dest.listOffsets(topic, partitions, 'latest').then(sum, (err: unknown) => {
+      // A topic created a moment ago: its leader answers NOT_LEADER_FOR_PARTITION (retriable)
+      // until it has loaded the partition, though the metadata already names it.
+      if ((err as { retriable?: boolean }).retriable) return 0n;
+      throw err;
+    });
+    const now = performance.now();
+    if (have > 0n && first === undefined) first = now;
+    if (have >= expected) return { activeMs: now - (first ?? t0), wallMs: now - t0 };
+    if (now - t0 > timeoutMs) throw new Error(`${topic}: only ${have} of ${expected} records reached the destination in ${timeoutMs} ms`);
+    await sleep(50);
+  }
+}
+
+/** Every partition's end offset on the destination equals the source's (else throws, naming `tool`). */
+export async function checkEndOffsets(clusters: BenchClusters, tool: string, topic: string, partitions: readonly number[]): Promise<void> {
+  const [srcEnd, dstEnd] = await Promise.all([clusters.source.listOffsets(topic, partitions, 'latest'), clusters.dest.listOffsets(topic, partitions, 'latest')]);
+  for (const p of partitions) if (srcEnd.get(p) !== dstEnd.get(p)) throw new Error(`${tool}: partition ${p} ends at ${dstEnd.get(p)} on the destination, ${srcEnd.get(p)} on the source`);
+}
+
+/** The source fill: `records` records of `recordBytes` bytes by ProducerPerformance, batched by
+ *  `batchBytes` (kmirror copies the source's batches, so their size matters) and compressed. */
+export function fillTopic(opts: { propertiesFile: string; topic: string; records: number; recordBytes: number; compression: string; batchBytes: string }): Promise<ProducerPerfResult> {
+  return producerPerformance({
+    propertiesFile: opts.propertiesFile,
+    topic: opts.topic,
+    records: opts.records,
+    recordSize: opts.recordBytes,
+    extra: { 'compression.type': opts.compression, 'batch.size': opts.batchBytes },
+  });
+}
+
+/** Records per batch at the head of a source partition: shows the producer settings took effect. */
+export async function headBatchRecords(source: RawCluster, topic: string): Promise<number> {
+  const leader = await source.leaderOf(topic, 0);
+  const [fetched] = await source.fetch({ leader, partitions: [{ topic, partition: 0, fetchOffset: 0n, maxBytes: 4 * 2 ** 20 }], maxWaitMs: 100, maxBytes: 4 * 2 ** 20, isolationLevel: IsolationLevel.READ_UNCOMMITTED });
+  const batches = fetched?.batches ?? [];
+  return round1(batches.reduce((n, b) => n + b.recordsCount, 0) / Math.max(1, batches.length));
+}
+
+export interface CopierSettings {
+  readonly budgetBytes: number;
+  /** Concurrent copiers in the process, splitting the partitions and sharing the budget. */
+  readonly copiers: number;
+  readonly sessionPerCopier?: boolean;
+  /** Fetch sizes and the like; the copier's defaults (the product's) when absent. */
+  readonly options?: Partial<CopyOptions>;
+}
+
+/** The copier in a process of its own (scripts/copy-topic.ts), copying `topic` into its
+ *  same-named destination topic (which must exist). Leases live in the stack's database. */
+export function startCopier(topic: string, partitions: readonly number[], untilCaughtUp: boolean, settings: CopierSettings): CopyTopicProcess {
+  const args: CopyTopicArgs = {
+    databaseUrl,
+    topic,
+    partitions,
+    owner: `bench-${process.pid}`,
+    untilCaughtUp,
+    ttlMs: 10_000,
+    graceMs: 15_000,
+    budgetBytes: settings.budgetBytes,
+    copiers: settings.copiers,
+    ...(settings.sessionPerCopier === undefined ? {} : { sessionPerCopier: settings.sessionPerCopier }),
+    ...(settings.options === undefined ? {} : { options: settings.options }),
+  };
+  return runCopyTopic(args);
+}
+
+/** Wait for the copier process to end (SIGTERM it first unless it stops by itself) and note its memory. */
+export async function finishCopier(child: CopyTopicProcess, opts: { terminate: boolean; budgetBytes: number }): Promise<void> {
+  if (opts.terminate) process.kill(child.pid, 'SIGTERM');
+  const exit = await child.done;
+  if (exit.code !== 0) throw new Error(`kmirror copier exited with ${exit.code ?? exit.signal}: ${exit.stderr.slice(-2000)}`);
+  const done = exit.events.find((e) => e.event === 'done') as { peakRss: number; budgetPeak: number } | undefined;
+  if (done) note(`kmirror: peak RSS ${round1(done.peakRss / 2 ** 20)} MiB, budget peak ${round1(done.budgetPeak / 2 ** 20)} MiB of ${opts.budgetBytes / 2 ** 20} MiB`);
+}
