@@ -492,9 +492,9 @@ export class RawCluster {
 
   /**
    * Run `op` over the partitions grouped by their leader. A leader's retriable answer (NOT_LEADER
-   * right after a create or a leader move, LEADER_NOT_AVAILABLE, a request timeout) re-reads the
-   * topic's metadata and tries once more, so every caller gets the same one retry; a second failure
-   * (or a final one) is thrown.
+   * for a while after a create or a leader move, LEADER_NOT_AVAILABLE, a request timeout) re-reads
+   * the topic's metadata and tries again, for up to about 3 s, so every caller gets the same
+   * patience (a copier would otherwise redo its whole resync); then the failure is thrown.
    */
   private async atLeaders<T>(topic: string, partitions: Iterable<number>, op: (broker: InternalBroker, partitions: number[]) => Promise<T>): Promise<T[]> {
     const all = [...partitions];
@@ -503,7 +503,8 @@ export class RawCluster {
         const groups = await this.byLeader(topic, all);
         return await Promise.all([...groups].map(async ([leader, ps]) => op(await this.broker(leader), ps)));
       } catch (err) {
-        if (attempt > 0 || !isRetriableAnswer(err)) throw err;
+        if (attempt >= 5 || !isRetriableAnswer(err)) throw err;
+        await new Promise((r) => setTimeout(r, 100 * 2 ** attempt));
         await this.partitions(topic, true);
       }
     }
