@@ -17,6 +17,7 @@ import {
   type TopicSelection,
 } from '../kafka/mirror-topics.ts';
 import type { Db } from '../db/database.ts';
+import { mirrorStreamId } from '../domain/events.ts';
 import type { ClusterClients } from './cluster-clients.ts';
 
 export interface ClusterCheck {
@@ -186,14 +187,17 @@ export function createKafkaAdminActivities(deps: { readonly db: Db; readonly cli
     },
 
     /**
-     * Wait until every replica of every partition is in the ISR on the destination. Heartbeats name
-     * the partitions still waiting and the brokers missing (the Temporal UI shows them); observes
-     * cancellation.
+     * Wait until every replica of every partition is in the ISR on the destination, or an operator
+     * overrides the wait (IsrWaitOverridden for one of these topics, recorded after the wait was
+     * scheduled). Heartbeats name the partitions still waiting and the brokers missing (the
+     * Temporal UI shows them); observes cancellation.
      */
-    async waitForIsr(input: { readonly mirror: string; readonly topics: readonly string[] }): Promise<{ readonly waitedMs: number }> {
+    async waitForIsr(input: { readonly mirror: string; readonly topics: readonly string[] }): Promise<{ readonly waitedMs: number; readonly overridden: { readonly actor: string; readonly reason: string | null } | null }> {
       const ctx = Context.current();
       const started = Date.now();
+      const since = new Date(ctx.info.scheduledTimestampMs);
       const destination = await destinationOf(input.mirror);
+      const wanted = new Set(input.topics);
       for (;;) {
         const status = await isrStatus(destination.raw, destination.admin, input.topics);
         const details: IsrWaitDetails = {
@@ -203,7 +207,19 @@ export function createKafkaAdminActivities(deps: { readonly db: Db; readonly cli
           minInsyncReplicas: status.minInsyncReplicas,
         };
         ctx.heartbeat(details);
-        if (status.waiting.length === 0) return { waitedMs: Date.now() - started };
+        if (status.waiting.length === 0) return { waitedMs: Date.now() - started, overridden: null };
+        const overrides = await db
+          .selectFrom('events')
+          .select(['data', 'metadata'])
+          .where('stream_id', '=', mirrorStreamId(input.mirror))
+          .where('type', '=', 'IsrWaitOverridden')
+          .where('recorded_at', '>=', since)
+          .execute();
+        const override = overrides.find((o) => (o.data.topics as string[]).some((t) => wanted.has(t)));
+        if (override !== undefined) {
+          ctx.log.warn('ISR wait overridden by an operator', { mirror: input.mirror, waiting: status.waiting.length, missingBrokers: status.missingBrokers });
+          return { waitedMs: Date.now() - started, overridden: { actor: String(override.metadata.actor), reason: typeof override.metadata.reason === 'string' ? override.metadata.reason : null } };
+        }
         // Rejects with CancelledFailure when the workflow cancels the wait.
         await ctx.sleep(1_000);
       }

@@ -6,10 +6,10 @@ import { Context } from '@temporalio/activity';
 import { WithStartWorkflowOperation, WorkflowUpdateFailedError } from '@temporalio/client';
 import { ApplicationFailure, TypedSearchAttributes } from '@temporalio/common';
 import type { RunnerConfig } from '../config.ts';
-import { pauseUpdate, refreshUpdate, resumeUpdate, runnerWorkflowId, stopUpdate, truncateUpdate, type RunnerChange, type RunnerRequest } from '../workflows/messages.ts';
+import { pauseUpdate, refreshUpdate, resumeUpdate, retryUpdate, runnerWorkflowId, stopUpdate, truncateUpdate, type RunnerChange, type RunnerRequest } from '../workflows/messages.ts';
 import { searchAttributePairs } from '../workflows/search-attributes.ts';
 
-const updates = { pause: pauseUpdate, resume: resumeUpdate, truncate: truncateUpdate, stop: stopUpdate, refresh: refreshUpdate } as const;
+const updates = { pause: pauseUpdate, resume: resumeUpdate, truncate: truncateUpdate, stop: stopUpdate, refresh: refreshUpdate, retry: retryUpdate } as const;
 export type RunnerUpdateName = keyof typeof updates;
 
 function startRunner(mirror: string, taskQueue: string) {

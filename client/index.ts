@@ -12,6 +12,8 @@ import type { TopicsChangeInput, TopicsChangeResult } from '../workflows/change-
 import { searchAttributePairs } from '../workflows/search-attributes.ts';
 import type { StartTopicsInput, StartTopicsResult } from '../workflows/start-topics.ts';
 import type { PromoteInput, StopTopicsInput, StopTopicsResult } from '../workflows/stop-topics.ts';
+import type { DeleteMirrorInput, DeleteMirrorResult } from '../workflows/delete-mirror.ts';
+import type { RetryPartitionsInput, RetryPartitionsResult } from '../workflows/retry-partitions.ts';
 
 export interface OperationInputs {
   createMirror: CreateMirrorInput;
@@ -20,6 +22,8 @@ export interface OperationInputs {
   resumeTopics: TopicsChangeInput;
   failover: StopTopicsInput;
   promote: PromoteInput;
+  retryPartitions: RetryPartitionsInput;
+  deleteMirror: DeleteMirrorInput;
 }
 
 export interface OperationResults {
@@ -29,9 +33,20 @@ export interface OperationResults {
   resumeTopics: TopicsChangeResult;
   failover: StopTopicsResult;
   promote: StopTopicsResult;
+  retryPartitions: RetryPartitionsResult;
+  deleteMirror: DeleteMirrorResult;
 }
 
-const PREFIX: Record<Operation, string> = { createMirror: 'create', startTopics: 'start', pauseTopics: 'pause', resumeTopics: 'resume', failover: 'failover', promote: 'promote' };
+const PREFIX: Record<Operation, string> = {
+  createMirror: 'create',
+  startTopics: 'start',
+  pauseTopics: 'pause',
+  resumeTopics: 'resume',
+  failover: 'failover',
+  promote: 'promote',
+  retryPartitions: 'retry',
+  deleteMirror: 'delete',
+};
 
 const digest = (value: unknown): string => createHash('sha256').update(JSON.stringify(value)).digest('hex').slice(0, 12);
 const sorted = (list: readonly string[] | undefined): string[] => [...new Set(list ?? [])].sort();
@@ -45,7 +60,12 @@ export function operationWorkflowId<O extends Operation>(operation: O, input: Op
   const base = `${PREFIX[operation]}:${input.mirror}`;
   switch (operation) {
     case 'createMirror':
+    case 'deleteMirror':
       return base;
+    case 'retryPartitions': {
+      const i = input as RetryPartitionsInput;
+      return `${base}:${digest([sorted(i.topics), i.overrideIsrWait === true])}`;
+    }
     case 'startTopics': {
       const i = input as StartTopicsInput;
       return `${base}:${digest([sorted(i.topics), sorted(i.include), sorted(i.exclude)])}`;

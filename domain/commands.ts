@@ -46,6 +46,14 @@ export interface GrowTopic {
   readonly partitionCount: number;
 }
 
+/** Let the ISR wait of these topics end now (a broker is down for longer than the operation may
+ *  wait); the reason is required, in the metadata. */
+export interface OverrideIsrWait {
+  readonly type: 'OverrideIsrWait';
+  readonly mirror: string;
+  readonly topics: readonly string[];
+}
+
 interface PartitionsCommand<Type extends string> {
   readonly type: Type;
   readonly mirror: string;
@@ -88,6 +96,7 @@ export type MirrorCommand =
   | CreateMirror
   | StartTopics
   | GrowTopic
+  | OverrideIsrWait
   | CompleteTruncation
   | PauseTopics
   | CompletePause

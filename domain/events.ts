@@ -24,6 +24,9 @@ export type MirrorCreated = Event<'MirrorCreated', { readonly mirror: string; re
 export type MirrorTopicFilterChanged = Event<'MirrorTopicFilterChanged', { readonly include: readonly string[]; readonly exclude: readonly string[] }>;
 /** A topic joined the mirror; all its partitions start in LOG_TRUNCATION. */
 export type MirrorTopicAdded = Event<'MirrorTopicAdded', { readonly topic: string; readonly partitionCount: number }>;
+/** An operator let the ISR wait of these topics end although replicas are missing (the event's
+ *  metadata holds who and why); waits that began before it are released. */
+export type IsrWaitOverridden = Event<'IsrWaitOverridden', { readonly topics: readonly string[] }>;
 /** The source topic grew: partitions [previous count, partitionCount) join, in LOG_TRUNCATION. */
 export type MirrorTopicGrown = Event<'MirrorTopicGrown', { readonly topic: string; readonly partitionCount: number }>;
 /** STOPPED or FAILED → LOG_TRUNCATION: the topic is started again (re-mirror, failback). */
@@ -66,6 +69,7 @@ export type MirrorEvent =
   | MirrorTopicFilterChanged
   | MirrorTopicAdded
   | MirrorTopicGrown
+  | IsrWaitOverridden
   | PartitionLifecycleEvent
   | MirrorDeletionStarted
   | MirrorDeleted;

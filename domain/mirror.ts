@@ -48,6 +48,8 @@ export function topicsNeeded(command: MirrorCommand): readonly string[] | 'all' 
       return command.topics.map((t) => t.topic);
     case 'GrowTopic':
       return [command.topic];
+    case 'OverrideIsrWait':
+      return [...new Set(command.topics)];
     case 'RecordLastMirrored':
       return [...new Set(command.positions.map((p) => p.topic))];
     default:
@@ -97,6 +99,12 @@ export function decide(command: MirrorCommand, state: Mirror): MirrorEvent[] {
       return decideStart(command, state);
     case 'GrowTopic':
       return decideGrow(command, state);
+    case 'OverrideIsrWait': {
+      requireMirror(state);
+      if (command.topics.length === 0) throw new KmirrorError('INVALID_ARGUMENT', `override the ISR wait of mirror ${state.name}: name at least one topic`);
+      for (const topic of command.topics) topicOf(state, topic);
+      return [{ type: 'IsrWaitOverridden', data: { topics: [...new Set(command.topics)] } }];
+    }
     case 'RecordLastMirrored':
       return decideRecord(command, state);
     case 'DeleteMirror':
@@ -299,7 +307,10 @@ function select(state: Mirror, selection: PartitionSelection): Selected[] {
   return out;
 }
 
-type PartitionCommand = Exclude<MirrorCommand, { type: 'CreateMirror' | 'StartTopics' | 'GrowTopic' | 'RecordLastMirrored' | 'DeleteMirror' | 'CompleteMirrorDeletion' }>;
+type PartitionCommand = Exclude<
+  MirrorCommand,
+  { type: 'CreateMirror' | 'StartTopics' | 'GrowTopic' | 'OverrideIsrWait' | 'RecordLastMirrored' | 'DeleteMirror' | 'CompleteMirrorDeletion' }
+>;
 
 function partitionEventBuilder(command: PartitionCommand): (target: PartitionRef) => PartitionLifecycleEvent {
   switch (command.type) {
@@ -391,6 +402,7 @@ const verbs: Record<MirrorCommand['type'], string> = {
   CreateMirror: 'create',
   StartTopics: 'start topics',
   GrowTopic: 'grow a topic',
+  OverrideIsrWait: 'override the ISR wait',
   CompleteTruncation: 'complete log truncation',
   PauseTopics: 'pause',
   CompletePause: 'complete the pause',
@@ -466,6 +478,10 @@ export function fold(state: Mirror, events: Iterable<MirrorEvent>): Mirror {
         topics = new Map();
         copied.clear();
         current = { ...initialMirror(current.name), state: 'created', sourceCluster: event.data.sourceCluster, destinationCluster: event.data.destinationCluster };
+        break;
+      case 'IsrWaitOverridden':
+        // A record of an operator's decision: no state changes (the waiting activity reads it).
+        if (current.state === null || current.state === 'deleted') throw historyInvalid(current, event, 'mirror is not created');
         break;
       case 'MirrorTopicFilterChanged':
         mirrorStep({ type: 'TOPICS_STARTED' }, event);

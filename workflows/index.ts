@@ -7,3 +7,5 @@ export { resumeTopics } from './resume-topics.ts';
 export { mirrorRunner } from './mirror-runner.ts';
 export { failover } from './failover.ts';
 export { promote } from './promote.ts';
+export { retryPartitions } from './retry-partitions.ts';
+export { deleteMirror } from './delete-mirror.ts';

@@ -5,7 +5,7 @@ import { defineQuery, defineUpdate } from '@temporalio/workflow';
 import type { PartitionSelection } from '../domain/commands.ts';
 
 /** The operations an operator starts (one workflow type each) and the long-lived runner. */
-export const Operations = ['createMirror', 'startTopics', 'pauseTopics', 'resumeTopics', 'failover', 'promote'] as const;
+export const Operations = ['createMirror', 'startTopics', 'pauseTopics', 'resumeTopics', 'failover', 'promote', 'retryPartitions', 'deleteMirror'] as const;
 export type Operation = (typeof Operations)[number];
 export type WorkflowKind = Operation | 'mirrorRunner';
 
@@ -51,6 +51,9 @@ export const resumeUpdate = defineUpdate<RunnerChange, [RunnerRequest]>('resume'
 /** A stop (failover or promote): the partitions that can stop go to STOPPING; returns once no copy
  *  or alignment holds any of them (their final positions are recorded by the copies as they end). */
 export const stopUpdate = defineUpdate<RunnerChange, [RunnerRequest & { readonly mode: 'failover' | 'promote' }]>('stop');
+/** An operator's retry: FAILED partitions of the selection go back to the state they failed in
+ *  (attempts reset); the runner then copies or aligns them again. */
+export const retryUpdate = defineUpdate<RunnerChange, [RunnerRequest]>('retry');
 /** Re-read partitions an operation changed directly in the event store (a completed stop). */
 export const refreshUpdate = defineUpdate<RunnerChange, [RunnerRequest]>('refresh');
 /** The partitions a start put in LOG_TRUNCATION: the runner aligns them, waits for their ISR and

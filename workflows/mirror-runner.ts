@@ -26,7 +26,7 @@ import {
 } from '@temporalio/workflow';
 import type { MirrorCommandInput } from '../activities/event-store.ts';
 import { asFailure, dataPlane, failureOf, isStop, metadataOf, Mutex, selectionOf, setSearchAttributes, short, waits } from './common.ts';
-import { pauseUpdate, progressQuery, refreshUpdate, resumeUpdate, statusQuery, stopUpdate, truncateUpdate, type RunnerRequest } from './messages.ts';
+import { pauseUpdate, progressQuery, refreshUpdate, resumeUpdate, retryUpdate, statusQuery, stopUpdate, truncateUpdate, type RunnerRequest } from './messages.ts';
 import { key, MirrorRunnerState, type Task } from './mirror-runner-state.ts';
 import { startTopics } from './start-topics.ts';
 
@@ -73,6 +73,12 @@ export async function mirrorRunner(input: MirrorRunnerInput): Promise<MirrorRunn
     lock.run(async () => {
       state.apply((await short.loadMirrorView({ mirror })).topics, Date.now());
     });
+
+  /** Re-read the topics a request names (all when it names none) from the event store. */
+  const reloadTopics = (req: RunnerRequest) => {
+    const topics = req.partitions === 'all' ? undefined : req.partitions.map((p) => p.topic);
+    return lock.run(async () => state.apply((await short.loadMirrorView({ mirror, ...(topics ? { topics } : {}) })).topics, Date.now()));
+  };
 
   // --- Updates and queries ------------------------------------------------------------------
   const validate = (name: string) => (req: RunnerRequest) => {
@@ -140,10 +146,26 @@ export async function mirrorRunner(input: MirrorRunnerInput): Promise<MirrorRunn
   );
 
   setHandler(
+    retryUpdate,
+    async (req) => {
+      // Read the partitions' states first: the operator acts on what the event log says.
+      await reloadTopics(req);
+      const keys = state.keysOf(req.partitions);
+      const failed = state.inState(keys, 'FAILED');
+      try {
+        if (failed.length > 0) await command({ type: 'RetryPartitions', mirror, partitions: selectionOf(failed), trigger: 'operator' }, requestMetadata(req));
+      } catch (err) {
+        throw asFailure(err);
+      }
+      return state.change(keys);
+    },
+    { validator: validate('retry') },
+  );
+
+  setHandler(
     refreshUpdate,
     async (req) => {
-      const topics = req.partitions === 'all' ? undefined : req.partitions.map((p) => p.topic);
-      await lock.run(async () => state.apply((await short.loadMirrorView({ mirror, ...(topics ? { topics } : {}) })).topics, Date.now()));
+      await reloadTopics(req);
       return state.change(state.keysOf(req.partitions));
     },
     { validator: validate('refresh') },
@@ -153,8 +175,7 @@ export async function mirrorRunner(input: MirrorRunnerInput): Promise<MirrorRunn
     truncateUpdate,
     async (req) => {
       // A start appended these partitions (LOG_TRUNCATION) after this runner loaded: read them.
-      const topics = req.partitions === 'all' ? undefined : req.partitions.map((p) => p.topic);
-      await lock.run(async () => state.apply((await short.loadMirrorView({ mirror, ...(topics ? { topics } : {}) })).topics, Date.now()));
+      await reloadTopics(req);
       const keys = state.keysOf(req.partitions);
       await condition(() => state.noneIn(keys, ['LOG_TRUNCATION']));
       return state.change(keys);

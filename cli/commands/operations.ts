@@ -173,6 +173,34 @@ export function operationCommands(ctx: CliContext): Command[] {
     });
   };
 
+  const retry = new Command('retry')
+    .description('retry FAILED partitions now (attempts reset); with --override-isr-wait, end the ISR waits of the topics although replicas are missing (recorded with your reason)')
+    .argument('<mirror>', 'mirror name')
+    .option('--topic <name>', 'only this topic (repeatable; default: every topic)', collect)
+    .option('--override-isr-wait', 'let waiting operations go on with missing replicas (needs --reason)')
+    .option('--no-wait', 'print the workflow id and return at once')
+    .addHelpText('after', '\nExamples:\n  kmirror retry dr-east\n  kmirror retry dr-east --topic orders --override-isr-wait --reason "broker 3 replaced next week"')
+    .action(async (mirror: string, options: WaitOptions & { topic?: string[]; overrideIsrWait?: boolean }) => {
+      if (options.overrideIsrWait === true && ctx.reason === undefined) throw new KmirrorError('INVALID_ARGUMENT', '--override-isr-wait needs --reason TEXT (it is recorded in the event log)');
+      const input = { mirror, ...(options.topic ? { topics: options.topic } : {}), ...(options.overrideIsrWait ? { overrideIsrWait: true } : {}), ...ctx.requester };
+      const result = await operate(ctx, 'retryPartitions', input, options, `retry ${mirror}`);
+      if (result === undefined || ctx.json) return;
+      ctx.print(`retried ${result.retried} FAILED partition(s) of mirror ${mirror}; now: ${Object.entries(result.states).map(([s, n]) => `${n} ${s}`).join(', ')}`);
+      if (result.isrWaitOverridden.length > 0) ctx.print(`ISR wait overridden for ${result.isrWaitOverridden.join(', ')}`);
+      if ((result.states.STOPPING ?? 0) > 0) ctx.print('partitions in STOPPING: run the same failover or promote again to finish it (it skips the steps already done)');
+      printFailed(ctx, result.failed);
+    });
+
+  const remove = new Command('delete')
+    .description('delete a mirror whose every partition is STOPPED, and stop its runner (topics stay on both clusters; the history stays in the event log)')
+    .argument('<mirror>', 'mirror name')
+    .option('--no-wait', 'print the workflow id and return at once')
+    .addHelpText('after', '\nExample:\n  kmirror delete dr-east --reason "migration finished"')
+    .action(async (mirror: string, options: WaitOptions) => {
+      const result = await operate(ctx, 'deleteMirror', { mirror, ...ctx.requester }, options, `delete ${mirror}`);
+      if (result !== undefined && !ctx.json) ctx.print(`mirror ${mirror} deleted`);
+    });
+
   return [
     create,
     start,
@@ -188,6 +216,8 @@ export function operationCommands(ctx: CliContext): Command[] {
       'planned switchover: wait until the destination has everything the source has (source reachable), then stop and make the topics writable: zero loss once producers have stopped',
       '  kmirror promote dr-east --all-topics --timeout 10m --reason "move to west"',
     ),
+    retry,
+    remove,
   ];
 }
 

@@ -141,6 +141,7 @@ export function collectMirrorChanges(changes: MirrorChanges, event: MirrorEvent,
     }
     case 'MirrorTopicFilterChanged':
     case 'MirrorDeletionStarted':
+    case 'IsrWaitOverridden':
       return;
   }
 }

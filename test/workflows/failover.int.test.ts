@@ -4,6 +4,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { awaitOperation, startOperation, type OperationInputs, type OperationResults } from '../../client/index.ts';
 import { changeClusterConnection, registerCluster } from '../../db/cluster-store.ts';
+import { executeMirrorCommand } from '../../db/mirror-store.ts';
 import { createKafka } from '../../kafka/connection.ts';
 import { verifyPartition } from '../../kafka/verify.ts';
 import type { Operation } from '../../workflows/messages.ts';
@@ -132,5 +133,46 @@ describe('promote', () => {
     expect(refused).toMatchObject({ code: 'INVALID_CLUSTER_MIRROR_STATES', message: expect.stringContaining('PAUSED') });
     const rows = await t.db.selectFrom('mirror_partitions').select('state').where('mirror', '=', mirror).execute();
     expect(rows.map((r) => r.state)).toEqual(['PAUSED']);
+  });
+});
+
+describe('retry and delete', () => {
+  it('an operator retry brings FAILED partitions back to copying (attempts reset)', async () => {
+    const { mirror, topic } = await mirrored(2, 100);
+    // A final failure, recorded the way the runner records a copy's (FailPartitions).
+    await executeMirrorCommand(t.db, { type: 'FailPartitions', mirror, partitions: [{ topic }], error: { code: 'KAFKA_ERROR', message: 'injected by the test' }, retryable: false }, { actor: 'test' });
+    await run('retryPartitions', { mirror, topics: [topic], reason: 'noticed, nothing to fix' }).then(() => undefined);
+    const producer = t.sourceKafka.producer();
+    await producer.connect();
+    await producer.send({ topic, messages: messages(20, 2, { from: 1_000 }) });
+    await producer.disconnect();
+    await expect.poll(() => ends('dest', topic, 2), { timeout: 30_000 }).toEqual(await ends('source', topic, 2));
+    const rows = await t.db.selectFrom('mirror_partitions').select(['state', 'retry_attempt', 'error_code']).where('mirror', '=', mirror).execute();
+    expect(rows.map((r) => [r.state, r.retry_attempt, r.error_code])).toEqual([
+      ['MIRRORING', 0, null],
+      ['MIRRORING', 0, null],
+    ]);
+  });
+
+  it('an ISR wait override needs a reason and is recorded with it', async () => {
+    const { mirror, topic } = await mirrored(1, 10);
+    expect(await refusal('retryPartitions', { mirror, overrideIsrWait: true })).toMatchObject({ code: 'INVALID_ARGUMENT', message: expect.stringContaining('reason') });
+    const result = await run('retryPartitions', { mirror, overrideIsrWait: true, actor: 'oncall', reason: 'broker 3 is being replaced' });
+    expect(result).toMatchObject({ retried: 0, isrWaitOverridden: [topic] });
+    const events = await t.db.selectFrom('events').select(['data', 'metadata']).where('stream_id', '=', `mirror:${mirror}`).where('type', '=', 'IsrWaitOverridden').execute();
+    expect(events).toHaveLength(1);
+    expect(events[0]).toMatchObject({ data: { topics: [topic] }, metadata: { actor: 'oncall', reason: 'broker 3 is being replaced' } });
+  });
+
+  it('delete is refused while a partition is not STOPPED; after a failover it deletes and stops the runner; the name can be used again', async () => {
+    const { mirror, topic } = await mirrored(1, 10);
+    expect(await refusal('deleteMirror', { mirror })).toMatchObject({ code: 'CLUSTER_MIRROR_NOT_EMPTY', message: expect.stringContaining('MIRRORING') });
+    await run('failover', { mirror, topics: [topic] });
+    expect(await run('deleteMirror', { mirror, reason: 'done' })).toEqual({ mirror, deleted: true });
+    const runner = await t.temporal.client.workflow.getHandle(`mirror:${mirror}`).describe();
+    expect(runner.status.name).toBe('CANCELLED');
+    expect((await t.db.selectFrom('mirrors').select('state').where('name', '=', mirror).executeTakeFirstOrThrow()).state).toBe('deleted');
+    await run('createMirror', { mirror, sourceCluster: 'src', destinationCluster: 'dst' });
+    expect((await t.temporal.client.workflow.getHandle(`mirror:${mirror}`).describe()).status.name).toBe('RUNNING');
   });
 });
