@@ -44,6 +44,8 @@ export interface RunnerConfig {
   readonly copyHeartbeatTimeoutMs: number;
   /** How often the runner looks for new source topics matching its filter. */
   readonly discoveryIntervalMs: number;
+  /** How often the runner syncs consumer-group offsets (KIP default and issue: at most 10 s). */
+  readonly groupSyncIntervalMs: number;
 }
 
 /** A positive integer setting, or its default. */
@@ -70,6 +72,7 @@ export function parseDataPlane(env: Env): DataPlaneConfig {
       partitionsPerCopier: parsePositiveInt('KMIRROR_PARTITIONS_PER_COPIER', env.KMIRROR_PARTITIONS_PER_COPIER, 1_000),
       copyHeartbeatTimeoutMs: parsePositiveInt('KMIRROR_COPY_HEARTBEAT_TIMEOUT_MS', env.KMIRROR_COPY_HEARTBEAT_TIMEOUT_MS, 10_000),
       discoveryIntervalMs: parsePositiveInt('KMIRROR_DISCOVERY_INTERVAL_MS', env.KMIRROR_DISCOVERY_INTERVAL_MS, 60_000),
+      groupSyncIntervalMs: parsePositiveInt('KMIRROR_GROUP_SYNC_INTERVAL_MS', env.KMIRROR_GROUP_SYNC_INTERVAL_MS, 10_000),
     }),
   });
 }

@@ -3,6 +3,7 @@
 import { Context } from '@temporalio/activity';
 import { partitionKey } from '../kafka/copier.ts';
 import { kafkaFailure } from '../kafka/errors.ts';
+import { syncGroupOffsets, type GroupSyncSummary } from '../kafka/group-offsets.ts';
 import { endOffsets } from '../kafka/offsets.ts';
 import {
   applyReadOnly,
@@ -130,6 +131,21 @@ export function createKafkaAdminActivities(deps: { readonly db: Db; readonly cli
           destinationEnd: destination.ends.get(partitionKey(topic, partition))?.toString() ?? null,
         })),
       };
+    },
+
+    /**
+     * One round of consumer-group offset sync (kafka/group-offsets.ts) over the mirror's partitions
+     * in `states` (default MIRRORING; a stop's final sync passes STOPPING), for the groups its
+     * filter selects. Returns the counts.
+     */
+    async syncGroupOffsets(input: { readonly mirror: string; readonly topics?: readonly string[]; readonly states?: readonly string[] }): Promise<GroupSyncSummary> {
+      const { source, destination } = await pair(input.mirror);
+      const row = await db.selectFrom('mirrors').select(['group_include', 'group_exclude']).where('name', '=', input.mirror).executeTakeFirstOrThrow();
+      let query = db.selectFrom('mirror_partitions').select(['topic', 'partition']).where('mirror', '=', input.mirror).where('state', 'in', [...(input.states ?? ['MIRRORING'])]);
+      if (input.topics !== undefined) query = query.where('topic', 'in', [...input.topics]);
+      const partitions = await query.execute();
+      const { summary } = await syncGroupOffsets(source, destination, partitions, { include: row.group_include, exclude: row.group_exclude });
+      return summary;
     },
 
     /** Make mirror topics writable: lift the DENY WRITE ACLs (failover, promote). */

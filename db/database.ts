@@ -65,6 +65,9 @@ export interface MirrorsTable {
   destination_cluster: string;
   include: Json<string[]>;
   exclude: Json<string[]>;
+  /** Consumer groups synced (MirrorGroupFilterChanged); default every group. */
+  group_include: ColumnType<string[], string | undefined, string>;
+  group_exclude: ColumnType<string[], string | undefined, string>;
   created_at: Date;
   updated_at: Date;
 }

@@ -46,6 +46,14 @@ export interface GrowTopic {
   readonly partitionCount: number;
 }
 
+/** Which consumer groups' offsets the mirror syncs (whole-name patterns). */
+export interface SetGroupFilter {
+  readonly type: 'SetGroupFilter';
+  readonly mirror: string;
+  readonly include: readonly string[];
+  readonly exclude: readonly string[];
+}
+
 /** Let the ISR wait of these topics end now (a broker is down for longer than the operation may
  *  wait); the reason is required, in the metadata. */
 export interface OverrideIsrWait {
@@ -97,6 +105,7 @@ export type MirrorCommand =
   | StartTopics
   | GrowTopic
   | OverrideIsrWait
+  | SetGroupFilter
   | CompleteTruncation
   | PauseTopics
   | CompletePause

@@ -24,6 +24,8 @@ export type MirrorCreated = Event<'MirrorCreated', { readonly mirror: string; re
 export type MirrorTopicFilterChanged = Event<'MirrorTopicFilterChanged', { readonly include: readonly string[]; readonly exclude: readonly string[] }>;
 /** A topic joined the mirror; all its partitions start in LOG_TRUNCATION. */
 export type MirrorTopicAdded = Event<'MirrorTopicAdded', { readonly topic: string; readonly partitionCount: number }>;
+/** The consumer groups whose offsets the mirror syncs (whole-name patterns; default: every group). */
+export type MirrorGroupFilterChanged = Event<'MirrorGroupFilterChanged', { readonly include: readonly string[]; readonly exclude: readonly string[] }>;
 /** An operator let the ISR wait of these topics end although replicas are missing (the event's
  *  metadata holds who and why); waits that began before it are released. */
 export type IsrWaitOverridden = Event<'IsrWaitOverridden', { readonly topics: readonly string[] }>;
@@ -70,6 +72,7 @@ export type MirrorEvent =
   | MirrorTopicAdded
   | MirrorTopicGrown
   | IsrWaitOverridden
+  | MirrorGroupFilterChanged
   | PartitionLifecycleEvent
   | MirrorDeletionStarted
   | MirrorDeleted;

@@ -29,11 +29,14 @@ export interface Mirror {
   readonly destinationCluster: string | null;
   readonly include: readonly string[];
   readonly exclude: readonly string[];
+  /** Consumer groups whose offsets are synced (whole-name patterns). */
+  readonly groupInclude: readonly string[];
+  readonly groupExclude: readonly string[];
   readonly topics: ReadonlyMap<string, MirrorTopic>;
 }
 
 export function initialMirror(name: string): Mirror {
-  return { name, state: null, sourceCluster: null, destinationCluster: null, include: [], exclude: [], topics: new Map() };
+  return { name, state: null, sourceCluster: null, destinationCluster: null, include: [], exclude: [], groupInclude: ['.*'], groupExclude: [], topics: new Map() };
 }
 
 /** The topics decide() must see for `command`: a loader may read only these. 'all' = every topic. */
@@ -50,6 +53,8 @@ export function topicsNeeded(command: MirrorCommand): readonly string[] | 'all' 
       return [command.topic];
     case 'OverrideIsrWait':
       return [...new Set(command.topics)];
+    case 'SetGroupFilter':
+      return [];
     case 'RecordLastMirrored':
       return [...new Set(command.positions.map((p) => p.topic))];
     default:
@@ -99,6 +104,17 @@ export function decide(command: MirrorCommand, state: Mirror): MirrorEvent[] {
       return decideStart(command, state);
     case 'GrowTopic':
       return decideGrow(command, state);
+    case 'SetGroupFilter': {
+      requireMirror(state);
+      for (const pattern of [...command.include, ...command.exclude]) {
+        try {
+          new RegExp(pattern);
+        } catch (err) {
+          throw new KmirrorError('INVALID_TOPIC_PATTERN', `group pattern ${JSON.stringify(pattern)} is not a valid regular expression`, { pattern }, { cause: err });
+        }
+      }
+      return [{ type: 'MirrorGroupFilterChanged', data: { include: [...command.include], exclude: [...command.exclude] } }];
+    }
     case 'OverrideIsrWait': {
       requireMirror(state);
       if (command.topics.length === 0) throw new KmirrorError('INVALID_ARGUMENT', `override the ISR wait of mirror ${state.name}: name at least one topic`);
@@ -309,7 +325,7 @@ function select(state: Mirror, selection: PartitionSelection): Selected[] {
 
 type PartitionCommand = Exclude<
   MirrorCommand,
-  { type: 'CreateMirror' | 'StartTopics' | 'GrowTopic' | 'OverrideIsrWait' | 'RecordLastMirrored' | 'DeleteMirror' | 'CompleteMirrorDeletion' }
+  { type: 'CreateMirror' | 'StartTopics' | 'GrowTopic' | 'OverrideIsrWait' | 'SetGroupFilter' | 'RecordLastMirrored' | 'DeleteMirror' | 'CompleteMirrorDeletion' }
 >;
 
 function partitionEventBuilder(command: PartitionCommand): (target: PartitionRef) => PartitionLifecycleEvent {
@@ -403,6 +419,7 @@ const verbs: Record<MirrorCommand['type'], string> = {
   StartTopics: 'start topics',
   GrowTopic: 'grow a topic',
   OverrideIsrWait: 'override the ISR wait',
+  SetGroupFilter: 'set the consumer-group filter',
   CompleteTruncation: 'complete log truncation',
   PauseTopics: 'pause',
   CompletePause: 'complete the pause',
@@ -478,6 +495,10 @@ export function fold(state: Mirror, events: Iterable<MirrorEvent>): Mirror {
         topics = new Map();
         copied.clear();
         current = { ...initialMirror(current.name), state: 'created', sourceCluster: event.data.sourceCluster, destinationCluster: event.data.destinationCluster };
+        break;
+      case 'MirrorGroupFilterChanged':
+        if (current.state === null || current.state === 'deleted') throw historyInvalid(current, event, 'mirror is not created');
+        current = { ...current, groupInclude: event.data.include, groupExclude: event.data.exclude };
         break;
       case 'IsrWaitOverridden':
         // A record of an operator's decision: no state changes (the waiting activity reads it).

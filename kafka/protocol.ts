@@ -38,6 +38,12 @@ interface InternalBroker {
     producerEpoch: number;
   }>;
   deleteRecords(req: { topics: { topic: string; partitions: { partition: number; offset: string }[] }[] }): Promise<unknown>;
+  offsetCommit(req: {
+    groupId: string;
+    groupGenerationId: number;
+    memberId: string;
+    topics: { topic: string; partitions: { partition: number; offset: string }[] }[];
+  }): Promise<unknown>;
   metadata(topics: string[]): Promise<{ topicMetadata: { topic: string; partitionMetadata: PartitionMetadata[] }[] }>;
   listOffsets(req: {
     replicaId?: number;
@@ -54,6 +60,7 @@ export interface PartitionMetadata {
   partitionErrorCode: number;
 }
 interface InternalCluster {
+  findGroupCoordinator(req: { groupId: string }): Promise<InternalBroker>;
   connect(): Promise<void>;
   disconnect(): Promise<void>;
   refreshMetadata(): Promise<void>;
@@ -508,6 +515,19 @@ export class RawCluster {
         await this.partitions(topic, true);
       }
     }
+  }
+
+  /**
+   * Commit offsets for a consumer group without joining it (OffsetCommit with generation -1 and no
+   * member id, as Kafka's AdminClient alterConsumerGroupOffsets does). The coordinator refuses it
+   * while the group has active members, so a running consumer is never overridden.
+   */
+  async commitGroupOffsets(groupId: string, offsets: readonly { topic: string; partition: number; offset: bigint }[]): Promise<void> {
+    await this.connect();
+    const byTopic = new Map<string, { partition: number; offset: string }[]>();
+    for (const o of offsets) byTopic.set(o.topic, [...(byTopic.get(o.topic) ?? []), { partition: o.partition, offset: o.offset.toString() }]);
+    const coordinator = await this.cluster.findGroupCoordinator({ groupId });
+    await coordinator.offsetCommit({ groupId, groupGenerationId: -1, memberId: '', topics: [...byTopic].map(([topic, partitions]) => ({ topic, partitions })) });
   }
 
   /** DeleteRecords at the leaders: each partition's log start moves up to the given offset. */

@@ -32,6 +32,12 @@ export const short = proxyActivities<EventStore & KafkaAdmin & Runner & Pick<Dat
   retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '10 seconds', maximumAttempts: 5 },
 });
 
+/** The runner's periodic work (discovery, group sync): one attempt; the next round is the retry. */
+export const periodic = proxyActivities<KafkaAdmin>({
+  startToCloseTimeout: '5 minutes',
+  retry: { maximumAttempts: 1 },
+});
+
 /** Updates to the runner: they last as long as the runner's work (a start's alignment and ISR
  *  wait); the activity heartbeats while it waits, so a vanished worker's call is retried. */
 export const updates = proxyActivities<Runner>({

@@ -4,13 +4,15 @@
 //   {"mirror": "dr-east", "sourceCluster": "east", "destinationCluster": "west", "actor": "alice", "reason": "…"}
 import { setHandler } from '@temporalio/workflow';
 import type { ClusterCheck } from '../activities/kafka-admin.ts';
-import { asFailure, checkRequester, invalid, metadataOf, setSearchAttributes, short } from './common.ts';
+import { asFailure, checkRequester, invalid, isStringArray, metadataOf, setSearchAttributes, short } from './common.ts';
 import { progressQuery, runnerWorkflowId, type Requester } from './messages.ts';
 
 export interface CreateMirrorInput extends Requester {
   readonly mirror: string;
   readonly sourceCluster: string;
   readonly destinationCluster: string;
+  /** Consumer groups whose offsets are synced (whole-name patterns; default every group). */
+  readonly groups?: { readonly include?: readonly string[]; readonly exclude?: readonly string[] };
 }
 
 export interface CreateMirrorResult {
@@ -20,11 +22,14 @@ export interface CreateMirrorResult {
   readonly runnerWorkflowId: string;
 }
 
-const SHAPE = '{"mirror": string, "sourceCluster": string, "destinationCluster": string, "actor"?: string, "reason"?: string}';
+const SHAPE = '{"mirror": string, "sourceCluster": string, "destinationCluster": string, "groups"?: {"include"?: string[], "exclude"?: string[]}, "actor"?: string, "reason"?: string}';
 
 export async function createMirror(input: CreateMirrorInput): Promise<CreateMirrorResult> {
   for (const field of ['mirror', 'sourceCluster', 'destinationCluster'] as const) {
     if (typeof input?.[field] !== 'string') throw invalid('createMirror', `"${field}" must be a string`, SHAPE);
+  }
+  if (input.groups !== undefined && (typeof input.groups !== 'object' || (input.groups.include !== undefined && !isStringArray(input.groups.include)) || (input.groups.exclude !== undefined && !isStringArray(input.groups.exclude)))) {
+    throw invalid('createMirror', '"groups" must be {"include"?: string[], "exclude"?: string[]}', SHAPE);
   }
   checkRequester('createMirror', input, SHAPE);
   const { mirror, sourceCluster, destinationCluster } = input;
@@ -36,10 +41,12 @@ export async function createMirror(input: CreateMirrorInput): Promise<CreateMirr
   try {
     // Refusals (bad name, mirror exists, cluster not registered) come before any cluster is contacted.
     await short.applyMirrorCommand({ command, metadata, dryRun: true });
+    const groupFilter = input.groups === undefined ? undefined : ({ type: 'SetGroupFilter', mirror, include: [...(input.groups.include ?? ['.*'])], exclude: [...(input.groups.exclude ?? [])] } as const);
     step = 'checking that both clusters answer';
     const [source, destination] = await short.checkClusters({ clusters: [sourceCluster, destinationCluster] });
     step = 'recording the mirror';
     await short.applyMirrorCommand({ command, metadata });
+    if (groupFilter !== undefined) await short.applyMirrorCommand({ command: groupFilter, metadata });
     step = 'starting the mirror runner';
     const runner = await short.ensureRunner({ mirror });
     step = 'done';

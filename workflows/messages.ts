@@ -3,6 +3,7 @@
 // workflow API's definers (safe in and out of the workflow sandbox) and types.
 import { defineQuery, defineUpdate } from '@temporalio/workflow';
 import type { PartitionSelection } from '../domain/commands.ts';
+import type { GroupSyncSummary } from '../kafka/group-offsets.ts';
 
 /** The operations an operator starts (one workflow type each) and the long-lived runner. */
 export const Operations = ['createMirror', 'startTopics', 'pauseTopics', 'resumeTopics', 'failover', 'promote', 'retryPartitions', 'deleteMirror'] as const;
@@ -94,6 +95,8 @@ export interface RunnerStatus {
   /** FAILED partitions with an automatic retry scheduled. */
   readonly retriesScheduled: number;
   readonly restarts: number;
+  /** The last consumer-group offset sync: groups synced / skipped-active / unchanged, clamped partitions. */
+  readonly lastGroupSync: (GroupSyncSummary & { readonly at: string }) | null;
 }
 
 export const statusQuery = defineQuery<RunnerStatus>('status');

@@ -5,6 +5,7 @@
 import type { PartitionResult } from '../activities/data-plane.ts';
 import type { MirrorView, TopicView } from '../activities/event-store.ts';
 import type { RunnerConfig } from '../config.ts';
+import type { GroupSyncSummary } from '../kafka/group-offsets.ts';
 import { RetryPolicy, retryDelayMs } from '../machines/partition.ts';
 import type { FailedPartition, RunnerChange } from './messages.ts';
 
@@ -58,6 +59,8 @@ export class MirrorRunnerState {
   private failures: PendingFailure[] = [];
   /** Tasks that stopped without being asked to (a worker vanished), for the status query. */
   restarts = 0;
+  /** The last consumer-group offset sync's counts, for the status query. */
+  lastGroupSync: (GroupSyncSummary & { at: string }) | null = null;
   /** Set whenever something the main loop acts on changed; the loop clears it. */
   changed = true;
 

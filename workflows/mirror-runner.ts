@@ -25,7 +25,7 @@ import {
   workflowInfo,
 } from '@temporalio/workflow';
 import type { MirrorCommandInput } from '../activities/event-store.ts';
-import { asFailure, dataPlane, failureOf, isStop, metadataOf, Mutex, selectionOf, setSearchAttributes, short, waits } from './common.ts';
+import { asFailure, dataPlane, failureOf, isStop, metadataOf, Mutex, periodic, selectionOf, setSearchAttributes, short, waits } from './common.ts';
 import { pauseUpdate, progressQuery, refreshUpdate, resumeUpdate, retryUpdate, statusQuery, stopUpdate, truncateUpdate, type RunnerRequest } from './messages.ts';
 import { key, MirrorRunnerState, type Task } from './mirror-runner-state.ts';
 import { startTopics } from './start-topics.ts';
@@ -198,6 +198,7 @@ export async function mirrorRunner(input: MirrorRunnerInput): Promise<MirrorRunn
     copying: state.copying(),
     retriesScheduled: state.retriesScheduled(),
     restarts: state.restarts,
+    lastGroupSync: state.lastGroupSync,
   }));
 
   // --- Tasks --------------------------------------------------------------------------------
@@ -246,7 +247,7 @@ export async function mirrorRunner(input: MirrorRunnerInput): Promise<MirrorRunn
   const discover = async (): Promise<void> => {
     nextDiscovery = Date.now() + settings.discoveryIntervalMs;
     try {
-      const found = await short.discoverTopics({ mirror });
+      const found = await periodic.discoverTopics({ mirror });
       for (const topic of found.grown) {
         await short.growDestinationTopic({ mirror, topic });
         await command({ type: 'GrowTopic', mirror, topic: topic.topic, partitionCount: topic.partitionCount }, metadataOf({ actor: 'kmirror', reason: `auto-discovery: source topic ${topic.topic} has ${topic.partitionCount} partitions` }));
@@ -271,9 +272,33 @@ export async function mirrorRunner(input: MirrorRunnerInput): Promise<MirrorRunn
     }
   };
 
+  // --- Consumer-group offset sync --------------------------------------------------------------
+  let nextGroupSync = Date.now() + settings.groupSyncIntervalMs;
+  const syncGroups = async (): Promise<void> => {
+    nextGroupSync = Date.now() + settings.groupSyncIntervalMs;
+    if (state.inState(state.keysOf('all'), 'MIRRORING').length === 0) return;
+    try {
+      state.lastGroupSync = { ...(await periodic.syncGroupOffsets({ mirror })), at: new Date(Date.now()).toISOString() };
+    } catch (err) {
+      log.warn('consumer-group offset sync failed; trying again at the next interval', { mirror, error: String(err) });
+    }
+  };
+
+  // Periodic work runs beside the loop, one round of each kind at a time: a source that does not
+  // answer must not hold up pauses, stops or failures.
+  const running = { discovery: false, groups: false };
+  const beside = (kind: keyof typeof running, work: () => Promise<void>): void => {
+    if (running[kind]) return;
+    running[kind] = true;
+    void work().finally(() => {
+      running[kind] = false;
+    });
+  };
+
   for (;;) {
     state.changed = false;
-    if (Date.now() >= nextDiscovery) await discover();
+    if (Date.now() >= nextDiscovery) beside('discovery', discover);
+    if (Date.now() >= nextGroupSync) beside('groups', syncGroups);
     for (const group of state.takeFailures()) {
       const first = group[0]!;
       try {
@@ -304,7 +329,7 @@ export async function mirrorRunner(input: MirrorRunnerInput): Promise<MirrorRunn
       await condition(() => state.runningTasks() === 0);
       await continueAsNew<typeof mirrorRunner>({ mirror });
     }
-    const deadline = Math.min(state.nextDeadline() ?? Infinity, nextDiscovery);
+    const deadline = Math.min(state.nextDeadline() ?? Infinity, nextDiscovery, nextGroupSync);
     await condition(() => state.changed, Math.max(1, deadline - Date.now()));
   }
 }

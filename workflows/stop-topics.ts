@@ -5,7 +5,8 @@
 // (STOPPING partitions are not stopped twice, positions already recorded are not recorded again).
 // Promote first waits, with the source reachable, until the destination has everything the source
 // has; after the stop it copies what arrived meanwhile, so a planned switchover loses nothing.
-import { ApplicationFailure, setHandler, sleep } from '@temporalio/workflow';
+import { ApplicationFailure, log, setHandler, sleep } from '@temporalio/workflow';
+import type { GroupSyncSummary } from '../kafka/group-offsets.ts';
 import type { PartitionOffsets } from '../activities/kafka-admin.ts';
 import type { MirrorView } from '../activities/event-store.ts';
 import { asFailure, checkRequester, invalid, isStringArray, metadataOf, selectionOf, setSearchAttributes, short, updates, waits, dataPlane } from './common.ts';
@@ -47,6 +48,8 @@ export interface StopTopicsResult {
   readonly partitions: readonly StoppedPartition[];
   /** Principals whose DENY WRITE was lifted (or why none was). */
   readonly writable?: { readonly lifted: readonly string[]; readonly reason?: string };
+  /** The final consumer-group offset sync (null when the source did not answer or it failed). */
+  readonly groupSync?: GroupSyncSummary | null;
   readonly states: Readonly<Record<string, number>>;
   readonly failed: readonly FailedPartition[];
 }
@@ -121,6 +124,7 @@ export async function stopTopics(mode: 'failover' | 'promote', input: PromoteInp
       return { mirror, mode, dryRun: true, durationMs: Date.now() - started, source: offsets.source, partitions: report(offsets), states, failed: [] };
     }
     const metadata = metadataOf(input);
+    let groupSync: GroupSyncSummary | null = null;
     const request = { partitions: selectionOf(refs), actor: metadata.actor, ...(input.reason ? { reason: input.reason } : {}), workflowId: metadata.workflowId, runId: metadata.runId };
 
     if (mode === 'promote') {
@@ -162,6 +166,15 @@ export async function stopTopics(mode: 'failover' | 'promote', input: PromoteInp
       step = 'copying what arrived while stopping';
       await dataPlane(30_000).drainPartitions({ mirror, assignments: selectionOf(refs) });
     }
+    if (offsets.source.reachable) {
+      // The final consumer-group sync, so consumers moved to the destination start where they left off.
+      step = 'syncing consumer-group offsets one last time';
+      try {
+        groupSync = await short.syncGroupOffsets({ mirror, topics: [...new Set(refs.map((r) => r.topic))], states: ['STOPPING'] });
+      } catch (err) {
+        log.warn('the final consumer-group sync failed; the stop goes on', { mirror, error: String(err) });
+      }
+    }
     step = 'recording the last mirrored positions';
     await short.recordFinalPositions({ mirror, partitions: refs, metadata });
     const final = await short.partitionOffsets({ mirror, partitions: refs });
@@ -177,7 +190,7 @@ export async function stopTopics(mode: 'failover' | 'promote', input: PromoteInp
     const change = await updates.updateRunner({ mirror, update: 'refresh', request });
     states = change.states;
     step = 'done';
-    return { mirror, mode, dryRun: false, durationMs: Date.now() - started, source: final.source, partitions: report(final), writable, states: change.states, failed: change.failed };
+    return { mirror, mode, dryRun: false, durationMs: Date.now() - started, source: final.source, partitions: report(final), writable, groupSync, states: change.states, failed: change.failed };
   } catch (err) {
     throw asFailure(err);
   }

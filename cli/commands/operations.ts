@@ -91,10 +91,16 @@ export function operationCommands(ctx: CliContext): Command[] {
     .argument('<mirror>', 'mirror name ([a-zA-Z0-9._-], 1-249 characters)')
     .requiredOption('--source <cluster>', 'the registered cluster to mirror from')
     .requiredOption('--destination <cluster>', 'the registered cluster to mirror into')
+    .option('--group-include <regex>', 'consumer groups whose offsets are synced (repeatable; default every group)', collect)
+    .option('--group-exclude <regex>', 'consumer groups left out (repeatable)', collect)
     .option('--no-wait', 'print the workflow id and return at once')
     .addHelpText('after', '\nExample:\n  kmirror create dr-east --source east --destination west --reason "DR for the east region"')
-    .action(async (mirror: string, options: WaitOptions & { source: string; destination: string }) => {
-      const result = await operate(ctx, 'createMirror', { mirror, sourceCluster: options.source, destinationCluster: options.destination, ...ctx.requester }, options, `create ${mirror}`);
+    .action(async (mirror: string, options: WaitOptions & { source: string; destination: string; groupInclude?: string[]; groupExclude?: string[] }) => {
+      const groups =
+        options.groupInclude === undefined && options.groupExclude === undefined
+          ? {}
+          : { groups: { ...(options.groupInclude ? { include: options.groupInclude } : {}), ...(options.groupExclude ? { exclude: options.groupExclude } : {}) } };
+      const result = await operate(ctx, 'createMirror', { mirror, sourceCluster: options.source, destinationCluster: options.destination, ...groups, ...ctx.requester }, options, `create ${mirror}`);
       if (result === undefined || ctx.json) return;
       const r: CreateMirrorResult = result;
       ctx.print(`mirror ${r.mirror} created: ${r.sourceCluster.cluster} (${r.sourceCluster.brokers} brokers) → ${r.destinationCluster.cluster} (${r.destinationCluster.brokers} brokers); runner ${r.runnerWorkflowId}`);

@@ -24,6 +24,8 @@ export interface MirrorDescription {
   readonly destinationCluster: string;
   readonly include: readonly string[];
   readonly exclude: readonly string[];
+  readonly groupInclude: readonly string[];
+  readonly groupExclude: readonly string[];
   readonly createdAt: string;
   readonly updatedAt: string;
   readonly topics: readonly { readonly topic: string; readonly partitionCount: number; readonly partitions: readonly PartitionDescription[] }[];
@@ -67,6 +69,8 @@ export async function describeMirror(db: Db | Trx, name: string, options: { read
     destinationCluster: mirror.destination_cluster,
     include: mirror.include,
     exclude: mirror.exclude,
+    groupInclude: mirror.group_include,
+    groupExclude: mirror.group_exclude,
     createdAt: mirror.created_at.toISOString(),
     updatedAt: mirror.updated_at.toISOString(),
     topics: topics.map((t) => ({ topic: t.topic, partitionCount: t.partition_count, partitions: byTopic.get(t.topic) ?? [] })),

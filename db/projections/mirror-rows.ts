@@ -68,6 +68,8 @@ export function mirrorRow(mirror: Mirror, createdAt: Date, updatedAt: Date): New
     destination_cluster: mirror.destinationCluster!,
     include: JSON.stringify(mirror.include),
     exclude: JSON.stringify(mirror.exclude),
+    group_include: JSON.stringify(mirror.groupInclude),
+    group_exclude: JSON.stringify(mirror.groupExclude),
     created_at: createdAt,
     updated_at: updatedAt,
   };
@@ -81,6 +83,8 @@ export function mirrorFromRow(row: MirrorRow): Omit<Mirror, 'topics'> {
     destinationCluster: row.destination_cluster,
     include: row.include,
     exclude: row.exclude,
+    groupInclude: row.group_include,
+    groupExclude: row.group_exclude,
   };
 }
 
@@ -142,6 +146,7 @@ export function collectMirrorChanges(changes: MirrorChanges, event: MirrorEvent,
     case 'MirrorTopicFilterChanged':
     case 'MirrorDeletionStarted':
     case 'IsrWaitOverridden':
+    case 'MirrorGroupFilterChanged':
       return;
   }
 }

@@ -27,6 +27,8 @@ export async function writeMirrorChanges(trx: Trx, mirror: Mirror, changes: Mirr
         destination_cluster: row.destination_cluster,
         include: row.include,
         exclude: row.exclude,
+        group_include: row.group_include!,
+        group_exclude: row.group_exclude!,
         created_at: row.created_at,
         updated_at: row.updated_at,
       }),

@@ -17,7 +17,7 @@ import type { ControlPlane } from './control-plane.ts';
 import { randomName } from './stack.ts';
 
 /** The workflow types the scenario runs; the replays must cover each. */
-export const SCENARIO_WORKFLOW_TYPES = ['createMirror', 'startTopics', 'pauseTopics', 'resumeTopics', 'mirrorRunner'] as const;
+export const SCENARIO_WORKFLOW_TYPES = ['createMirror', 'startTopics', 'pauseTopics', 'resumeTopics', 'retryPartitions', 'promote', 'failover', 'deleteMirror', 'mirrorRunner'] as const;
 
 export interface ScenarioRun {
   readonly mirror: string;
@@ -77,6 +77,10 @@ export async function runReplayScenario(t: ControlPlane): Promise<ScenarioRun> {
       (err: unknown) => err as { code?: string },
     );
     if (refused?.code !== 'UNKNOWN_TOPIC') throw new Error(`starting an unknown topic should fail with UNKNOWN_TOPIC, got ${refused === undefined ? 'success' : String(refused.code)}`);
+    await run('retryPartitions', { mirror, actor: 'replay' });
+    await run('failover', { mirror, allTopics: true, dryRun: true, actor: 'replay' });
+    await run('promote', { mirror, allTopics: true, actor: 'replay', reason: 'planned switchover' });
+    await run('deleteMirror', { mirror, actor: 'replay' });
   } finally {
     await producer.disconnect();
   }

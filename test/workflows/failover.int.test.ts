@@ -7,14 +7,14 @@ import { changeClusterConnection, registerCluster } from '../../db/cluster-store
 import { executeMirrorCommand } from '../../db/mirror-store.ts';
 import { createKafka } from '../../kafka/connection.ts';
 import { verifyPartition } from '../../kafka/verify.ts';
-import type { Operation } from '../../workflows/messages.ts';
+import { statusQuery, type Operation } from '../../workflows/messages.ts';
 import { controlPlane, type ControlPlane } from '../support/control-plane.ts';
 import { messages, sendAll } from '../support/mirror-fixture.ts';
 import { destAppConnection, randomName, sourceConnection } from '../support/stack.ts';
 
 let t: ControlPlane;
 beforeAll(async () => {
-  t = await controlPlane();
+  t = await controlPlane({ env: { KMIRROR_GROUP_SYNC_INTERVAL_MS: '1000' } });
 });
 afterAll(async () => t?.close());
 
@@ -133,6 +133,23 @@ describe('promote', () => {
     expect(refused).toMatchObject({ code: 'INVALID_CLUSTER_MIRROR_STATES', message: expect.stringContaining('PAUSED') });
     const rows = await t.db.selectFrom('mirror_partitions').select('state').where('mirror', '=', mirror).execute();
     expect(rows.map((r) => r.state)).toEqual(['PAUSED']);
+  });
+});
+
+describe('consumer-group offsets', () => {
+  it('the runner syncs committed offsets while mirroring, and failover syncs them once more', async () => {
+    const { mirror, topic } = await mirrored(2, 200);
+    const group = randomName('app');
+    await t.source.commitGroupOffsets(group, [0, 1].map((partition) => ({ topic, partition, offset: 40n })));
+    const committed = async () => (await t.destAdmin.fetchOffsets({ groupId: group, topics: [topic] }))[0]!.partitions.sort((a, b) => a.partition - b.partition).map((p) => p.offset);
+    await expect.poll(committed, { timeout: 20_000 }).toEqual(['40', '40']);
+    const status = await t.temporal.client.workflow.getHandle(`mirror:${mirror}`).query(statusQuery);
+    expect(status.lastGroupSync).toMatchObject({ groups: expect.any(Number) });
+    // The consumers moved on just before the disaster; the failover carries that over.
+    await t.source.commitGroupOffsets(group, [0, 1].map((partition) => ({ topic, partition, offset: 90n })));
+    const result = await run('failover', { mirror, allTopics: true });
+    expect(result.groupSync).toMatchObject({ synced: expect.any(Number) });
+    expect(await committed()).toEqual(['90', '90']);
   });
 });
 

@@ -45,7 +45,7 @@ describe('rebuildProjections', () => {
           { weight: 5, arbitrary: perMirror('gamma', ['south', 'west']) },
           { weight: 1, arbitrary: fc.constant('rotate-west' as const) },
         ),
-        { minLength: 1500, maxLength: 1500 },
+        { minLength: 2000, maxLength: 2000 },
       ),
       { seed: SEED, numRuns: 1 },
     )[0]!;

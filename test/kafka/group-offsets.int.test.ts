@@ -1,0 +1,64 @@
+// Consumer-group offset sync (kafka/group-offsets.ts) on the stack's two clusters: offsets are
+// copied for groups with no active member on the destination, clamped to what the destination has
+// (VK12), never moved backwards, and an active group is left alone.
+import { beforeEach, describe, expect, it } from 'vitest';
+import { planGroupOffsets, syncGroupOffsets } from '../../kafka/group-offsets.ts';
+import { messages, sendAll, useMirrorFixture, type MirrorFixture } from '../support/mirror-fixture.ts';
+import { randomName } from '../support/stack.ts';
+
+const fixture = useMirrorFixture();
+let f: MirrorFixture;
+beforeEach(() => {
+  f = fixture();
+});
+
+const committed = async (group: string, topic: string) =>
+  (await f.destAdmin.fetchOffsets({ groupId: group, topics: [topic] }))[0]!.partitions.sort((a, b) => a.partition - b.partition).map((p) => p.offset);
+
+describe('consumer-group offset sync', () => {
+  it('copies, clamps to the destination end, keeps a destination commit ahead, and skips an active group', async () => {
+    const topic = await f.topicPair({ partitions: 2 });
+    const src = await f.producer();
+    await sendAll(src, topic, messages(200, 2)); // source: 100 per partition
+    const dst = f.destKafka.producer();
+    await dst.connect();
+    await dst.send({ topic, messages: messages(100, 2) }); // destination: 50 per partition (the mirror lags)
+    await dst.disconnect();
+    const [behind, within, ahead, busy] = ['behind', 'within', 'ahead', 'busy'].map((n) => randomName(n));
+    const commit = (cluster: typeof f.source, group: string, offset: bigint) =>
+      cluster.commitGroupOffsets(group, [0, 1].map((partition) => ({ topic, partition, offset })));
+    await commit(f.source, behind!, 80n); // the destination has only 50: clamped
+    await commit(f.source, within!, 20n);
+    await commit(f.source, ahead!, 30n);
+    await commit(f.dest, ahead!, 45n); // a destination commit ahead of the target is kept
+    await commit(f.source, busy!, 10n);
+    // `busy` has a member on the destination.
+    const consumer = f.destKafka.consumer({ groupId: busy!, sessionTimeout: 10_000 });
+    await consumer.connect();
+    await consumer.subscribe({ topic });
+    await consumer.run({ eachMessage: async () => {} });
+    await expect.poll(async () => (await f.destAdmin.describeGroups([busy!])).groups[0]!.members.length, { timeout: 30_000 }).toBeGreaterThan(0);
+
+    const partitions = [0, 1].map((partition) => ({ topic, partition }));
+    const filter = { include: [`(${[behind, within, ahead, busy].join('|')})`], exclude: [] };
+    const plans = await planGroupOffsets({ admin: f.sourceAdmin }, { admin: f.destAdmin, raw: f.dest }, partitions, filter);
+    const byGroup = new Map(plans.map((p) => [p.group, p]));
+    expect(byGroup.get(behind!)).toMatchObject({ status: 'synced', partitions: [{ target: 50n, clamped: true, action: 'set' }, { target: 50n, clamped: true }] });
+    expect(byGroup.get(within!)).toMatchObject({ status: 'synced', partitions: [{ target: 20n, clamped: false, action: 'set' }, { target: 20n }] });
+    expect(byGroup.get(ahead!)).toMatchObject({ status: 'unchanged', partitions: [{ target: 30n, destinationCommitted: 45n, action: 'kept-ahead' }, { action: 'kept-ahead' }] });
+    expect(byGroup.get(busy!)).toMatchObject({ status: 'skipped-active' });
+
+    const { summary } = await syncGroupOffsets({ admin: f.sourceAdmin }, { admin: f.destAdmin, raw: f.dest }, partitions, filter);
+    expect(summary).toMatchObject({ groups: 4, synced: 2, skippedActive: 1, unchanged: 1, clampedPartitions: 2 });
+    expect(await committed(behind!, topic)).toEqual(['50', '50']);
+    expect(await committed(within!, topic)).toEqual(['20', '20']);
+    expect(await committed(ahead!, topic)).toEqual(['45', '45']);
+    await consumer.disconnect();
+    // Once the consumer has left, the group is synced too — never past what the destination has.
+    const again = await syncGroupOffsets({ admin: f.sourceAdmin }, { admin: f.destAdmin, raw: f.dest }, partitions, { include: [busy!], exclude: [] });
+    expect(again.summary).toMatchObject({ synced: 1 });
+    expect(await committed(busy!, topic)).toEqual(['10', '10']);
+    // The filter leaves other groups out.
+    expect(await planGroupOffsets({ admin: f.sourceAdmin }, { admin: f.destAdmin, raw: f.dest }, partitions, { include: ['nothing-matches'], exclude: [] })).toEqual([]);
+  });
+});
