@@ -19,6 +19,7 @@ export interface GlobalOptions {
 export class CliContext {
   private configValue?: Config;
   private dbValue?: Db;
+  private migrated?: Promise<void>;
   private temporalValue?: Promise<TemporalClient>;
   private clientsValue?: ClusterClients;
   private envValue?: Env;
@@ -81,9 +82,11 @@ export class CliContext {
   /** The database, migrated to the latest schema on first use. */
   async db(): Promise<Db> {
     if (this.dbValue === undefined) {
-      this.dbValue = createDatabase(this.config.databaseUrl, { maxConnections: 4 });
-      await migrateToLatest(this.dbValue);
+      const db = createDatabase(this.config.databaseUrl, { maxConnections: 4 });
+      this.dbValue = db;
+      this.migrated = migrateToLatest(db).then(() => undefined);
     }
+    await this.migrated;
     return this.dbValue;
   }
 
@@ -92,7 +95,9 @@ export class CliContext {
   }
 
   async clusters(): Promise<ClusterClients> {
-    return (this.clientsValue ??= new ClusterClients(await this.db(), this.config.secretKey, { retries: 1, connectionTimeoutMs: 3_000, requestTimeoutMs: 10_000 }));
+    // The database first: two callers at once must not each build (and one leak) a ClusterClients.
+    const db = await this.db();
+    return (this.clientsValue ??= new ClusterClients(db, this.config.secretKey, { retries: 1, connectionTimeoutMs: 3_000, requestTimeoutMs: 10_000 }));
   }
 
   print(text: string): void {

@@ -6,7 +6,7 @@
 // {"error":{"code","message"}} on stdout), 2 a usage error (INVALID_ARGUMENT).
 import { Command, CommanderError } from 'commander';
 import { readFileSync } from 'node:fs';
-import { KmirrorError } from '../domain/errors.ts';
+import { isKmirrorError, KmirrorError } from '../domain/errors.ts';
 import { clusterCommand } from './commands/cluster.ts';
 import { mirrorCommands } from './commands/mirrors.ts';
 import { operationCommands } from './commands/operations.ts';
@@ -49,8 +49,14 @@ export function buildProgram(output: Output = processOutput, context?: (ctx: Cli
 
   const ctx = new CliContext(output, () => program.opts<GlobalOptions>());
   context?.(ctx);
-  program.addCommand(clusterCommand(ctx));
-  for (const command of [...operationCommands(ctx), ...mirrorCommands(ctx)]) program.addCommand(command);
+  // Commands built apart take the program's settings (exit override, output, help option), so
+  // their usage errors are reported in the common format like the program's own.
+  const inherit = (command: Command): Command => {
+    command.copyInheritedSettings(program);
+    for (const sub of command.commands) inherit(sub);
+    return command;
+  };
+  for (const command of [clusterCommand(ctx), ...operationCommands(ctx), ...mirrorCommands(ctx)]) program.addCommand(inherit(command));
   // Every command's clients are closed after it, whatever happened.
   program.hook('postAction', () => ctx.close());
 
@@ -59,6 +65,7 @@ export function buildProgram(output: Output = processOutput, context?: (ctx: Cli
     .description(
       'run the Temporal worker on TEMPORAL_TASK_QUEUE (default kmirror) until SIGINT/SIGTERM; same as `npm start`',
     )
+    .addHelpText('after', '\nExample:\n  kmirror worker        # run several, on several machines: copies spread across them')
     .action(async () => {
       // Loaded on use: the Temporal worker and its native bridge are not needed for --help.
       const { workerMain } = await import('../worker.ts');
@@ -87,6 +94,7 @@ export async function runCli(argv: readonly string[], output: Output = processOu
       return 2;
     }
     printError(err, { json, output });
-    return 1;
+    // A request refused for its own shape is a usage error, wherever it was noticed.
+    return isKmirrorError(err, 'INVALID_ARGUMENT') ? 2 : 1;
   }
 }

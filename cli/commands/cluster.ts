@@ -79,7 +79,9 @@ function printCluster(ctx: CliContext, c: ClusterDescription, extra: Record<stri
 }
 
 export function clusterCommand(ctx: CliContext): Command {
-  const cluster = new Command('cluster').description('register and inspect the Kafka clusters mirrors connect (credentials are sealed, never printed)');
+  const cluster = new Command('cluster')
+    .description('register and inspect the Kafka clusters mirrors connect (credentials are sealed, never printed)')
+    .addHelpText('after', '\nExample:\n  kmirror cluster add east --bootstrap b1:9092,b2:9092\n  kmirror cluster list');
 
   cluster
     .command('add')

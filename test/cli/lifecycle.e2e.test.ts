@@ -1,0 +1,447 @@
+// A mirror's whole lifecycle through the `kmirror` binary, as an operator runs it on the local
+// stack: register two clusters, create a mirror, start, pause and resume a topic, read `list`,
+// `describe` and `history`, and the failures an operator meets (each an exit code, the common
+// error format, and no event appended). Every command is a child process (`node --import tsx
+// cli/main.ts`) on this file's database and task queue; controlPlane() supplies both and the worker.
+import { createServer } from 'node:net';
+import type { Producer } from 'kafkajs';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { readVar } from '../../config.ts';
+import { readStream } from '../../db/event-store/read-stream.ts';
+import { clusterStreamId, mirrorStreamId } from '../../domain/events.ts';
+import { buildProgram } from '../../cli/program.ts';
+import { run } from '../support/child.ts';
+import { controlPlane, type ControlPlane } from '../support/control-plane.ts';
+import { allPartitions, messages, sendAll } from '../support/mirror-fixture.ts';
+import { randomName, stackConfigEnv, stackEnv } from '../support/stack.ts';
+
+interface CliRun {
+  readonly args: readonly string[];
+  readonly code: number | null;
+  readonly stdout: string;
+  readonly stderr: string;
+}
+
+interface DescribedJson {
+  readonly name: string;
+  readonly state: string;
+  readonly sourceCluster: string;
+  readonly destinationCluster: string;
+  readonly include: string[];
+  readonly exclude: string[];
+  readonly clusters: { readonly source: { reachable: boolean }; readonly destination: { reachable: boolean } };
+  readonly partitions: {
+    readonly topic: string;
+    readonly partition: number;
+    readonly state: string;
+    readonly sourceEndOffset: string | null;
+    readonly destinationEndOffset: string | null;
+    readonly lag: string | null;
+    readonly lastMirroredOffset: string | null;
+    readonly retryAttempt: number;
+    readonly error: unknown;
+  }[];
+}
+
+interface HistoryJson {
+  readonly mirror: string;
+  readonly events: {
+    readonly position: string;
+    readonly version: string;
+    readonly type: string;
+    readonly data: Record<string, unknown>;
+    readonly actor: string;
+    readonly reason: string | null;
+    readonly workflowId: string | null;
+    readonly runId: string | null;
+    readonly time: string;
+  }[];
+  readonly chain?: { readonly ok: boolean };
+}
+
+const PARTITIONS = 3;
+const DECIMAL = /^\d+$/;
+
+let t: ControlPlane;
+let env: Record<string, string>;
+let producer: Producer;
+/** Every command this file ran, to check at the end that no output carried the SASL password. */
+const runs: CliRun[] = [];
+
+const mirror = randomName('life');
+const stream = mirrorStreamId(mirror);
+const password = readVar(stackEnv(), 'DEST_SASL_PASSWORD')!;
+const saslUser = stackEnv().DEST_SASL_USERNAME!;
+const reason = 'DR for the east region';
+let topic: string;
+/** Records produced to `topic` so far (partition = n % PARTITIONS). */
+let produced = 0;
+
+beforeAll(async () => {
+  t = await controlPlane();
+  // The stack's endpoints with this file's database and task queue, and the shell's PATH and HOME;
+  // no env file beneath it, so nothing but what the test sets reaches the CLI.
+  env = {
+    ...stackConfigEnv({ DATABASE_URL: t.databaseUrl, TEMPORAL_TASK_QUEUE: t.taskQueue, KMIRROR_LOG_LEVEL: 'warn' }),
+    KMIRROR_ENV_FILE: '/dev/null',
+    PATH: process.env.PATH ?? '',
+    HOME: process.env.HOME ?? '/root',
+  };
+  producer = t.sourceKafka.producer({ idempotent: true, maxInFlightRequests: 1 });
+  await producer.connect();
+  topic = await t.sourceTopic({ partitions: PARTITIONS });
+});
+afterAll(async () => {
+  await producer?.disconnect();
+  await t?.close();
+});
+
+/** Operations wait for their workflow and `cluster add` for the cluster; every other command
+ *  answers in seconds. */
+const waits = (args: readonly string[]): boolean =>
+  !args.includes('--help') && (['create', 'start', 'pause', 'resume'].includes(args[0]!) || (args[0] === 'cluster' && args[1] === 'add'));
+
+/** `kmirror <args>` as a child process from the repository root. A command that has not exited in
+ *  time is killed (code null): a CLI that prints its answer and then hangs is a bug. */
+async function kmirror(...args: string[]): Promise<CliRun> {
+  const timeout = waits(args) ? 120_000 : 20_000;
+  const result = await run(process.execPath, ['--import', 'tsx', 'cli/main.ts', ...args], { env, timeout });
+  const done = { args, code: result.code, stdout: result.stdout, stderr: result.stderr };
+  runs.push(done);
+  return done;
+}
+
+/** How a run ended, for assertion messages. */
+const ended = (r: CliRun): string =>
+  `kmirror ${r.args.join(' ')}: ${r.code === null ? 'did not exit in time (killed)' : `exit ${r.code}`}\nstdout:\n${r.stdout}\nstderr:\n${r.stderr}`;
+
+/** `list` at most `width` at a time (each is a tsx process: a few of them fill two cores). */
+async function limited<T, R>(list: readonly T[], width: number, f: (item: T) => Promise<R>): Promise<R[]> {
+  const out: R[] = [];
+  let next = 0;
+  const worker = async (): Promise<void> => {
+    while (next < list.length) {
+      const i = next++;
+      out[i] = await f(list[i]!);
+    }
+  };
+  await Promise.all(Array.from({ length: width }, worker));
+  return out;
+}
+
+/** `kmirror <args> --json` that must succeed; its stdout parsed. The exit code is checked softly: a
+ *  command that printed its answer but did not exit fails the test, and the lifecycle goes on. */
+async function kmirrorJson<T>(...args: string[]): Promise<T> {
+  const result = await kmirror(...args, '--json');
+  expect.soft(result.code, ended(result)).toBe(0);
+  return JSON.parse(result.stdout) as T;
+}
+
+async function produce(count: number): Promise<void> {
+  await sendAll(producer, topic, messages(count, PARTITIONS, { from: produced }));
+  produced += count;
+}
+
+/** The end offset of each partition of `topic` after `produced` records. */
+const endsAfter = (n: number): string[] => allPartitions(PARTITIONS).map((p) => String(Math.floor(n / PARTITIONS) + (p < n % PARTITIONS ? 1 : 0)));
+
+/** The destination ends of `topic` equal the source's after `produced` records. */
+async function destinationCaughtUp(): Promise<void> {
+  const want = endsAfter(produced);
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    const ends = await t.dest.listOffsets(topic, allPartitions(PARTITIONS), 'latest');
+    if (allPartitions(PARTITIONS).every((p) => String(ends.get(p)) === want[p])) return;
+    if (Date.now() > deadline) throw new Error(`destination ends ${[...ends.values()].join(',')} not ${want.join(',')} within 60 s`);
+    await new Promise((r) => setTimeout(r, 250));
+  }
+}
+
+/** `describe --json` until every partition of `topic` has lag 0 at the source end `produced` and
+ *  its position recorded there (the runner records positions shortly after it writes). */
+async function caughtUp(): Promise<DescribedJson> {
+  await destinationCaughtUp();
+  const want = endsAfter(produced);
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    const d = await kmirrorJson<DescribedJson>('describe', mirror);
+    const mine = d.partitions.filter((p) => p.topic === topic);
+    const done = (p: DescribedJson['partitions'][number], i: number) =>
+      p.lag === '0' && p.sourceEndOffset === want[i] && p.destinationEndOffset === want[i] && p.lastMirroredOffset === want[i];
+    if (mine.length === PARTITIONS && mine.every(done)) return d;
+    if (Date.now() > deadline) throw new Error(`not caught up within 30 s: ${JSON.stringify(mine)}`);
+    await new Promise((r) => setTimeout(r, 500));
+  }
+}
+
+const eventCount = async (streamId: string): Promise<number> => (await readStream(t.db, streamId)).length;
+
+/** A loopback port with nothing listening on it. */
+async function closedPort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as { port: number };
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
+}
+
+const escape = (s: string): string => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+
+describe('kmirror lifecycle', () => {
+  it('cluster add | list | describe: registers both clusters and never prints the password', async () => {
+    const east = await kmirror('cluster', 'add', 'east', '--bootstrap', stackEnv().SOURCE_BOOTSTRAP!, '--actor', 'alice');
+    expect.soft(east.code, ended(east)).toBe(0);
+    expect(east.stdout).toMatch(/^cluster east\n/);
+    expect(east.stdout).toMatch(new RegExp(`^ {2}bootstrap +${escape(stackEnv().SOURCE_BOOTSTRAP!)}$`, 'm'));
+    expect(east.stdout).toMatch(/^ {2}security protocol +PLAINTEXT$/m);
+    expect(east.stdout).toMatch(/^ {2}brokers +\d+$/m);
+
+    const west = await kmirrorJson<Record<string, unknown>>(
+      'cluster', 'add', 'west',
+      '--bootstrap', stackEnv().DEST_BOOTSTRAP!,
+      '--security-protocol', 'SASL_PLAINTEXT',
+      '--sasl-mechanism', 'plain',
+      '--username', saslUser,
+      '--password-file', stackEnv().DEST_SASL_PASSWORD_FILE!,
+    );
+    expect(west).toEqual({
+      name: 'west',
+      connection: { bootstrap: stackEnv().DEST_BOOTSTRAP!.split(','), securityProtocol: 'SASL_PLAINTEXT', saslMechanism: 'plain', saslUsername: saslUser },
+      createdAt: expect.any(String),
+      updatedAt: expect.any(String),
+      clusterId: expect.any(String),
+      brokers: expect.any(Number),
+    });
+
+    const list = await kmirrorJson<{ name: string; connection: Record<string, unknown> }[]>('cluster', 'list');
+    // controlPlane() registered src and dst; the list is ordered by name.
+    expect(list.map((c) => c.name)).toEqual(['dst', 'east', 'src', 'west']);
+    expect(list.find((c) => c.name === 'east')!.connection).toEqual({ bootstrap: stackEnv().SOURCE_BOOTSTRAP!.split(','), securityProtocol: 'PLAINTEXT' });
+
+    const described = await kmirrorJson<Record<string, unknown>>('cluster', 'describe', 'west');
+    expect(described).toEqual({ name: 'west', connection: west.connection, createdAt: west.createdAt, updatedAt: west.updatedAt });
+    const human = await kmirror('cluster', 'describe', 'west');
+    expect.soft(human.code, ended(human)).toBe(0);
+    expect(human.stdout).toMatch(new RegExp(`^ {2}sasl +plain as ${escape(saslUser)}$`, 'm'));
+
+    // The registration is an event of the cluster's stream, by the actor who asked.
+    const [registered] = await readStream(t.db, clusterStreamId('east'));
+    expect(registered).toMatchObject({ type: 'ClusterRegistered', metadata: { actor: 'alice' } });
+    for (const r of runs) expect(`${r.stdout}${r.stderr}`).not.toContain(password);
+  });
+
+  let startWorkflowId: string;
+
+  it('create, start, list and describe: the topic mirrors until the lag is 0', async () => {
+    await produce(300);
+
+    const created = await kmirror('create', mirror, '--source', 'east', '--destination', 'west', '--actor', 'alice', '--reason', reason);
+    expect.soft(created.code, ended(created)).toBe(0);
+    expect(created.stdout).toMatch(new RegExp(`^mirror ${escape(mirror)} created: east \\(\\d+ brokers\\) → west \\(\\d+ brokers\\); runner mirror:${escape(mirror)}\\n$`));
+    expect(created.stderr).toContain(`workflow create:${mirror}: ${stackEnv().TEMPORAL_UI_URL}`);
+
+    const started = await kmirrorJson<{ workflowId: string; url: string; result: Record<string, unknown> }>('start', mirror, '--topic', topic, '--actor', 'alice');
+    startWorkflowId = started.workflowId;
+    expect(started.workflowId).toMatch(new RegExp(`^start:${escape(mirror)}:[0-9a-f]{12}$`));
+    expect(started.url).toBe(`${stackEnv().TEMPORAL_UI_URL}/namespaces/${encodeURIComponent(t.config.temporal.namespace)}/workflows/${encodeURIComponent(started.workflowId)}`);
+    expect(started.result).toMatchObject({
+      mirror,
+      topics: [{ topic, partitionCount: PARTITIONS, created: true }],
+      partitions: PARTITIONS,
+      states: { MIRRORING: PARTITIONS },
+      failed: [],
+    });
+
+    const list = await kmirrorJson<unknown[]>('list');
+    expect(list).toEqual([
+      { name: mirror, state: expect.any(String), sourceCluster: 'east', destinationCluster: 'west', topics: 1, partitions: PARTITIONS, states: { MIRRORING: PARTITIONS } },
+    ]);
+
+    await produce(150);
+    const d = await caughtUp();
+    expect(Object.keys(d).sort()).toEqual(['clusters', 'destinationCluster', 'exclude', 'include', 'name', 'partitions', 'sourceCluster', 'state'].sort());
+    expect(d).toMatchObject({ name: mirror, sourceCluster: 'east', destinationCluster: 'west', include: [], exclude: [] });
+    expect(d.clusters).toEqual({ source: { cluster: 'east', reachable: true }, destination: { cluster: 'west', reachable: true } });
+    const ends = endsAfter(produced);
+    expect(d.partitions).toEqual(
+      allPartitions(PARTITIONS).map((partition) => ({
+        topic,
+        partition,
+        state: 'MIRRORING',
+        sourceEndOffset: ends[partition],
+        destinationEndOffset: ends[partition],
+        lag: '0',
+        // The recorded position is the offset after the last mirrored record.
+        lastMirroredOffset: ends[partition],
+        retryAttempt: 0,
+        error: null,
+      })),
+    );
+  });
+
+  it('pause holds the destination end while the source grows; resume catches up', async () => {
+    const paused = await kmirror('pause', mirror, '--all-topics', '--actor', 'bob', '--reason', 'broker maintenance');
+    expect.soft(paused.code, ended(paused)).toBe(0);
+    expect(paused.stdout).toBe(`paused ${PARTITIONS} partition(s) of mirror ${mirror}: ${PARTITIONS} PAUSED\n`);
+
+    const held = await t.dest.listOffsets(topic, allPartitions(PARTITIONS), 'latest');
+    await produce(90);
+    await new Promise((r) => setTimeout(r, 3_000));
+    expect(await t.dest.listOffsets(topic, allPartitions(PARTITIONS), 'latest')).toEqual(held);
+    const whilePaused = await kmirrorJson<DescribedJson>('describe', mirror);
+    expect(whilePaused.partitions.map((p) => [p.state, p.sourceEndOffset, p.destinationEndOffset, p.lag])).toEqual(
+      allPartitions(PARTITIONS).map((p) => ['PAUSED', endsAfter(produced)[p], String(held.get(p)), String(BigInt(endsAfter(produced)[p]!) - held.get(p)!)]),
+    );
+
+    const resumed = await kmirrorJson<{ workflowId: string; result: Record<string, unknown> }>('resume', mirror, '--topic', topic);
+    expect(resumed.result).toMatchObject({ mirror, partitions: PARTITIONS, states: { MIRRORING: PARTITIONS }, failed: [] });
+    await caughtUp();
+
+    const human = await kmirror('describe', mirror);
+    expect.soft(human.code, ended(human)).toBe(0);
+    expect(human.stdout).toMatch(new RegExp(`^mirror ${escape(mirror)} \\(\\w+\\): east → west$`, 'm'));
+    expect(human.stdout).toMatch(new RegExp(`^ {2}partitions: ${PARTITIONS} MIRRORING$`, 'm'));
+    expect(human.stdout).toMatch(/^ {2}lag: 0 records$/m);
+    expect(human.stdout).toMatch(/^TOPIC +PARTITION +STATE +SOURCE END +DEST END +LAG +LAST MIRRORED +ERROR$/m);
+    expect(human.stdout).toMatch(new RegExp(`^${escape(topic)} +0 +MIRRORING +${endsAfter(produced)[0]} +${endsAfter(produced)[0]} +0 +\\d+$`, 'm'));
+  });
+
+  it('start --no-wait prints the workflow at once', async () => {
+    const second = await t.sourceTopic({ partitions: 1 });
+    const result = await kmirror('start', mirror, '--topic', second, '--no-wait', '--json');
+    expect.soft(result.code, ended(result)).toBe(0);
+    const body = JSON.parse(result.stdout) as { workflowId: string; runId: string; url: string };
+    expect(Object.keys(body).sort()).toEqual(['runId', 'url', 'workflowId']);
+    expect(body.workflowId).toMatch(new RegExp(`^start:${escape(mirror)}:[0-9a-f]{12}$`));
+    expect(body.workflowId).not.toBe(startWorkflowId);
+    expect(body.runId).toMatch(/^[0-9a-f-]{36}$/);
+    expect(body.url).toBe(`${stackEnv().TEMPORAL_UI_URL}/namespaces/${encodeURIComponent(t.config.temporal.namespace)}/workflows/${encodeURIComponent(body.workflowId)}`);
+    // The command returned without the result; the workflow runs on: wait for it so it does not leak.
+    const done = (await t.temporal.client.workflow.getHandle(body.workflowId, body.runId).result()) as { topics: { topic: string }[]; states: Record<string, number> };
+    expect(done).toMatchObject({ topics: [{ topic: second }], states: { MIRRORING: 1 } });
+  });
+
+  it('bad inputs fail with their code, in both output forms, and append no event', async () => {
+    // Idle first: the runner records positions while it copies.
+    await destinationCaughtUp();
+    let before = await eventCount(stream);
+    for (let settled = 0; settled < 3; ) {
+      await new Promise((r) => setTimeout(r, 1_000));
+      const now = await eventCount(stream);
+      settled = now === before ? settled + 1 : 0;
+      before = now;
+    }
+    const port = await closedPort();
+    const mirror2 = randomName('life2');
+    const badName = `bad name ${randomName('x')}!`;
+    const cases: { args: string[]; code: string; exit: number; message: RegExp; streams?: string[] }[] = [
+      { args: ['describe', 'nope'], code: 'UNKNOWN_CLUSTER_MIRROR', exit: 1, message: /^mirror nope does not exist$/ },
+      { args: ['history', 'nope'], code: 'UNKNOWN_CLUSTER_MIRROR', exit: 1, message: /^mirror nope has no history/ },
+      { args: ['create', mirror2, '--source', 'nowhere', '--destination', 'west'], code: 'UNKNOWN_CLUSTER', exit: 1, message: /cluster nowhere is not registered/, streams: [mirrorStreamId(mirror2)] },
+      { args: ['create', badName, '--source', 'east', '--destination', 'west'], code: 'INVALID_CLUSTER_MIRROR_NAME', exit: 1, message: /^mirror name ".*" may contain only/, streams: [mirrorStreamId(badName)] },
+      { args: ['create', mirror, '--source', 'east', '--destination', 'west'], code: 'CLUSTER_MIRROR_ALREADY_EXISTS', exit: 1, message: new RegExp(escape(mirror)) },
+      { args: ['start', mirror, '--include', '('], code: 'INVALID_TOPIC_PATTERN', exit: 1, message: /^topic pattern "\(" is not a valid regular expression/ },
+      { args: ['resume', mirror, '--topic', topic], code: 'MIRROR_TOPIC_NOT_PAUSED', exit: 1, message: new RegExp(`^cannot resume in mirror ${escape(mirror)}: partition ${escape(topic)}-0 is MIRRORING`) },
+      { args: ['pause', mirror, '--topic', 'absent'], code: 'TOPIC_NOT_IN_CLUSTER_MIRROR', exit: 1, message: /absent/ },
+      { args: ['cluster', 'add', 'far', '--bootstrap', `127.0.0.1:${port}`], code: 'CLUSTER_UNREACHABLE', exit: 1, message: new RegExp(`^cluster far \\(127\\.0\\.0\\.1:${port}\\) does not answer`), streams: [clusterStreamId('far')] },
+      { args: ['start', mirror, '--topic', `absent-${randomName('t')}`], code: 'UNKNOWN_TOPIC', exit: 1, message: /^the source cluster has no topic absent-/ },
+      // Usage errors, whether commander or the command notices them: exit 2.
+      { args: ['pause', mirror], code: 'INVALID_ARGUMENT', exit: 2, message: /^pause needs --topic NAME or --all-topics \(one of them\)$/ },
+      { args: ['start', mirror], code: 'INVALID_ARGUMENT', exit: 2, message: /^start needs --topic NAME or --include REGEX/ },
+      // Usage errors commander finds: exit 2.
+      { args: ['create', mirror2, '--source', 'east'], code: 'INVALID_ARGUMENT', exit: 2, message: /required option '--destination <cluster>' not specified; see `kmirror --help`$/ },
+      { args: ['history', mirror, '--limit', '0'], code: 'INVALID_ARGUMENT', exit: 2, message: /must be a positive integer/ },
+      { args: ['describe', mirror, '--nosuch'], code: 'INVALID_ARGUMENT', exit: 2, message: /unknown option '--nosuch'/ },
+    ];
+    const results = await limited(cases.flatMap((c) => [c.args, [...c.args, '--json']]), 4, (args) => kmirror(...args));
+    // Soft: one run reports every case that is wrong, not just the first.
+    cases.forEach((c, i) => {
+      const [human, json] = [results[2 * i]!, results[2 * i + 1]!];
+      expect.soft(human.code, ended(human)).toBe(c.exit);
+      expect.soft(human.stdout, ended(human)).toBe('');
+      const line = /^error ([A-Z_]+): (.*)$/m.exec(human.stderr);
+      expect.soft(line?.[1], ended(human)).toBe(c.code);
+      expect.soft(line?.[2], ended(human)).toMatch(c.message);
+
+      expect.soft(json.code, ended(json)).toBe(c.exit);
+      expect.soft(json.stderr, ended(json)).not.toMatch(/^error/m);
+      let body: unknown;
+      try {
+        body = JSON.parse(json.stdout);
+      } catch {
+        body = json.stdout;
+      }
+      expect.soft(body, ended(json)).toEqual({ error: { code: c.code, message: expect.stringMatching(c.message) } });
+    });
+    expect(await eventCount(stream)).toBe(before);
+    for (const s of cases.flatMap((c) => c.streams ?? [])) expect(await eventCount(s), s).toBe(0);
+  });
+
+  it('history: the events in order, who asked and why; --limit; --verify', async () => {
+    const { mirror: name, events } = await kmirrorJson<HistoryJson>('history', mirror);
+    expect(name).toBe(mirror);
+    expect(events.length).toBe(await eventCount(stream));
+    events.forEach((e, i) => {
+      expect(Object.keys(e).sort()).toEqual(['actor', 'data', 'position', 'reason', 'runId', 'time', 'type', 'version', 'workflowId']);
+      expect(e.version).toBe(String(i + 1));
+      expect(e.position).toMatch(DECIMAL);
+      expect(new Date(e.time).toISOString()).toBe(e.time);
+      if (i > 0) {
+        expect(BigInt(e.position)).toBeGreaterThan(BigInt(events[i - 1]!.position));
+        expect(e.time >= events[i - 1]!.time).toBe(true);
+      }
+    });
+    expect(events[0]).toMatchObject({
+      type: 'MirrorCreated',
+      data: { mirror, sourceCluster: 'east', destinationCluster: 'west' },
+      actor: 'alice',
+      reason,
+      workflowId: `create:${mirror}`,
+      runId: expect.stringMatching(/^[0-9a-f-]{36}$/),
+    });
+    expect(events[1]).toMatchObject({ type: 'MirrorTopicAdded', data: { topic, partitionCount: PARTITIONS }, actor: 'alice', workflowId: startWorkflowId });
+    // Each partition of the topic went through its lifecycle in order.
+    for (const partition of allPartitions(PARTITIONS)) {
+      const lifecycle = events.filter((e) => e.data.topic === topic && e.data.partition === partition && e.type !== 'PartitionPositionRecorded').map((e) => e.type);
+      expect(lifecycle).toEqual(['PartitionTruncationCompleted', 'PartitionPauseRequested', 'PartitionPaused', 'PartitionResumed']);
+    }
+    const pauseRequested = events.find((e) => e.type === 'PartitionPauseRequested')!;
+    expect(pauseRequested).toMatchObject({ actor: 'bob', reason: 'broker maintenance', workflowId: expect.stringMatching(new RegExp(`^pause:${escape(mirror)}:`)) });
+    const positions = events.filter((e) => e.type === 'PartitionPositionRecorded' && e.data.topic === topic);
+    expect(positions.length).toBeGreaterThan(0);
+    for (const p of positions) expect(p.data.offset).toMatch(DECIMAL);
+
+    const lastThree = await kmirror('history', mirror, '--limit', '3');
+    expect.soft(lastThree.code, ended(lastThree)).toBe(0);
+    const lines = lastThree.stdout.trimEnd().split('\n');
+    expect(lines[0]).toMatch(/^# +TIME +TYPE +ACTOR +REASON +DATA$/);
+    expect(lines.slice(1).map((l) => l.split(/ +/)[0])).toEqual(events.slice(-3).map((e) => e.version));
+
+    const verified = await kmirror('history', mirror, '--verify');
+    expect.soft(verified.code, ended(verified)).toBe(0);
+    expect(verified.stdout).toMatch(/^hash chain intact: \d+ events verified \(head [0-9a-f]{16}…\)$/m);
+    const verifiedJson = await kmirrorJson<HistoryJson>('history', mirror, '--verify', '--limit', '1');
+    expect(verifiedJson.events).toHaveLength(1);
+    expect(verifiedJson.chain).toMatchObject({ ok: true });
+  });
+
+  it('every command has --help with a usage and an example', async () => {
+    const program = buildProgram();
+    const paths = program.commands.flatMap((c) => [[c.name()], ...c.commands.map((s) => [c.name(), s.name()])]);
+    expect(paths).toEqual(expect.arrayContaining([['cluster'], ['cluster', 'add'], ['cluster', 'list'], ['cluster', 'describe'], ['create'], ['start'], ['pause'], ['resume'], ['list'], ['describe'], ['history'], ['worker']]));
+    const results = await limited(paths, 4, (p) => kmirror(...p, '--help'));
+    const missing: string[] = [];
+    paths.forEach((p, i) => {
+      const r = results[i]!;
+      expect.soft(r.code, ended(r)).toBe(0);
+      expect(r.stdout, p.join(' ')).toMatch(new RegExp(`^Usage: kmirror ${escape(p.join(' '))} `));
+      if (!/^Examples?:\n {2}kmirror /m.test(r.stdout)) missing.push(p.join(' '));
+    });
+    expect(missing, 'commands whose --help has no Example section').toEqual([]);
+  });
+
+  it('no command printed the SASL password', () => {
+    expect(runs.length).toBeGreaterThan(20);
+    for (const r of runs) expect(`${r.stdout}${r.stderr}`, `kmirror ${r.args.join(' ')}`).not.toContain(password);
+  });
+});
