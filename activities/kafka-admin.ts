@@ -4,6 +4,10 @@ import { Context } from '@temporalio/activity';
 import { partitionKey } from '../kafka/copier.ts';
 import { kafkaFailure } from '../kafka/errors.ts';
 import { syncGroupOffsets, type GroupSyncSummary } from '../kafka/group-offsets.ts';
+import { archiveDivergentTails, planFailback, type TopicFailback } from '../kafka/failback.ts';
+import { deleteTopicsAndWait } from '../kafka/admin.ts';
+import { executeMirrorCommand } from '../db/mirror-store.ts';
+import type { EventMetadata } from '../db/event-store/types.ts';
 import { endOffsets } from '../kafka/offsets.ts';
 import {
   applyReadOnly,
@@ -146,6 +150,91 @@ export function createKafkaAdminActivities(deps: { readonly db: Db; readonly cli
       const partitions = await query.execute();
       const { summary } = await syncGroupOffsets(source, destination, partitions, { include: row.group_include, exclude: row.group_exclude });
       return summary;
+    },
+
+    /**
+     * A failback's Kafka side (kafka/failback.ts): compare the old primary (the mirror's source)
+     * with the recorded positions and the new primary; unless a dry run, archive (or discard)
+     * divergent tails, delete the topics that must be recreated on the old primary, and record the
+     * decision per topic (FailbackTopicPrepared). Only topics whose every partition is STOPPED.
+     */
+    async prepareFailback(input: {
+      readonly mirror: string;
+      readonly reverseMirror: string;
+      readonly topics: readonly string[];
+      readonly dryRun: boolean;
+      readonly divergent: 'archive' | 'discard';
+      /** Names the archive topics: `<topic>.kmirror-divergent-<suffix>`. */
+      readonly archiveSuffix: string;
+      readonly metadata: EventMetadata;
+    }): Promise<readonly (TopicFailback & { readonly archiveTopic: string | null; readonly archived: Readonly<Record<string, number>> })[]> {
+      const m = await clients.mirror(input.mirror);
+      const [oldPrimary, newPrimary] = await Promise.all([clients.get(m.sourceCluster), clients.get(m.destinationCluster)]);
+      const rows = await db
+        .selectFrom('mirror_partitions')
+        .select(['topic', 'partition', 'state', 'last_mirrored_offset', 'last_mirrored_checksum'])
+        .where('mirror', '=', input.mirror)
+        .where('topic', 'in', [...input.topics])
+        .orderBy('topic')
+        .orderBy('partition')
+        .execute();
+      const recorded = new Map(
+        rows.map((r) => [partitionKey(r.topic, r.partition), r.last_mirrored_offset === null ? null : { offset: r.last_mirrored_offset, checksum: r.last_mirrored_checksum ?? '' }]),
+      );
+      const topics = input.topics.map((topic) => ({ topic, partitions: rows.filter((r) => r.topic === topic).map((r) => r.partition) }));
+      const plans = await planFailback(oldPrimary.raw, newPrimary.raw, topics, recorded);
+      const existing = new Set(await oldPrimary.admin.listTopics().catch((err: unknown) => Promise.reject(kafkaFailure(err, 'list the old primary\'s topics'))));
+      const out = [];
+      for (const plan of plans) {
+        const tails = plan.partitions.filter((p) => p.divergent !== null);
+        const archiveTopic = tails.length > 0 && input.divergent === 'archive' ? `${plan.topic}.kmirror-divergent-${input.archiveSuffix}` : null;
+        const archived: Record<string, number> = {};
+        if (!input.dryRun && plan.action === 'recreate') {
+          // An archive that exists already was written by an earlier attempt of this failback.
+          if (archiveTopic !== null && !existing.has(archiveTopic)) {
+            const lso = await endOffsets(oldPrimary.raw, [{ topic: plan.topic, partitions: tails.map((t) => t.partition) }], 'source');
+            const counts = await archiveDivergentTails(
+              oldPrimary.raw,
+              oldPrimary.admin,
+              plan.topic,
+              plan.partitions.length,
+              tails.map((t) => {
+                const to = BigInt(t.divergent!.to);
+                const stable = lso.get(partitionKey(plan.topic, t.partition)) ?? to;
+                return { partition: t.partition, from: BigInt(t.divergent!.from), to: stable < to ? stable : to };
+              }),
+              archiveTopic,
+            );
+            for (const [p, n] of counts) archived[String(p)] = n;
+          }
+          if (existing.has(plan.topic)) await deleteTopicsAndWait(oldPrimary.admin, [plan.topic]).catch((err: unknown) => Promise.reject(kafkaFailure(err, `delete ${plan.topic} on the old primary`)));
+        }
+        if (!input.dryRun) {
+          await executeMirrorCommand(
+            db,
+            {
+              type: 'RecordFailback',
+              mirror: input.mirror,
+              failback: {
+                topic: plan.topic,
+                reverseMirror: input.reverseMirror,
+                action: plan.action,
+                archiveTopic,
+                partitions: plan.partitions.map((p) => ({
+                  partition: p.partition,
+                  lastMirrored: p.lastMirrored,
+                  oldPrimaryEnd: p.oldPrimaryEnd,
+                  reason: p.reason,
+                  divergent: p.divergent === null ? null : { ...p.divergent, records: archived[String(p.partition)] ?? null },
+                })),
+              },
+            },
+            input.metadata,
+          );
+        }
+        out.push({ ...plan, archiveTopic, archived });
+      }
+      return out;
     },
 
     /** Make mirror topics writable: lift the DENY WRITE ACLs (failover, promote). */

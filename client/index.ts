@@ -14,6 +14,7 @@ import type { StartTopicsInput, StartTopicsResult } from '../workflows/start-top
 import type { PromoteInput, StopTopicsInput, StopTopicsResult } from '../workflows/stop-topics.ts';
 import type { DeleteMirrorInput, DeleteMirrorResult } from '../workflows/delete-mirror.ts';
 import type { RetryPartitionsInput, RetryPartitionsResult } from '../workflows/retry-partitions.ts';
+import type { FailbackInput, FailbackResult } from '../workflows/failback.ts';
 
 export interface OperationInputs {
   createMirror: CreateMirrorInput;
@@ -24,6 +25,7 @@ export interface OperationInputs {
   promote: PromoteInput;
   retryPartitions: RetryPartitionsInput;
   deleteMirror: DeleteMirrorInput;
+  failback: FailbackInput;
 }
 
 export interface OperationResults {
@@ -35,6 +37,7 @@ export interface OperationResults {
   promote: StopTopicsResult;
   retryPartitions: RetryPartitionsResult;
   deleteMirror: DeleteMirrorResult;
+  failback: FailbackResult;
 }
 
 const PREFIX: Record<Operation, string> = {
@@ -46,6 +49,7 @@ const PREFIX: Record<Operation, string> = {
   promote: 'promote',
   retryPartitions: 'retry',
   deleteMirror: 'delete',
+  failback: 'failback',
 };
 
 const digest = (value: unknown): string => createHash('sha256').update(JSON.stringify(value)).digest('hex').slice(0, 12);
@@ -62,6 +66,10 @@ export function operationWorkflowId<O extends Operation>(operation: O, input: Op
     case 'createMirror':
     case 'deleteMirror':
       return base;
+    case 'failback': {
+      const i = input as FailbackInput;
+      return `${base}:${digest([sorted(i.topics), i.dryRun === true, i.divergent ?? 'archive'])}`;
+    }
     case 'retryPartitions': {
       const i = input as RetryPartitionsInput;
       return `${base}:${digest([sorted(i.topics), i.overrideIsrWait === true])}`;

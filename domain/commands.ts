@@ -2,6 +2,7 @@
 // Offsets are bigint here (inside TypeScript); the events they produce carry decimal strings.
 import type { ConnectionDescription } from './connection.ts';
 import type { LastMirrored, RetryTrigger, StopMode } from '../machines/partition.ts';
+import type { FailbackTopicPrepared } from './events.ts';
 
 /** Which partitions a command is about: every partition of the mirror, or topics (all their
  *  partitions unless `partitions` narrows it). Duplicates are ignored. */
@@ -44,6 +45,14 @@ export interface GrowTopic {
   readonly mirror: string;
   readonly topic: string;
   readonly partitionCount: number;
+}
+
+/** Record a failback's decision for a topic (see FailbackTopicPrepared); the topic's partitions
+ *  must all be STOPPED (failed over). */
+export interface RecordFailback {
+  readonly type: 'RecordFailback';
+  readonly mirror: string;
+  readonly failback: FailbackTopicPrepared['data'];
 }
 
 /** Which consumer groups' offsets the mirror syncs (whole-name patterns). */
@@ -106,6 +115,7 @@ export type MirrorCommand =
   | GrowTopic
   | OverrideIsrWait
   | SetGroupFilter
+  | RecordFailback
   | CompleteTruncation
   | PauseTopics
   | CompletePause

@@ -24,6 +24,26 @@ export type MirrorCreated = Event<'MirrorCreated', { readonly mirror: string; re
 export type MirrorTopicFilterChanged = Event<'MirrorTopicFilterChanged', { readonly include: readonly string[]; readonly exclude: readonly string[] }>;
 /** A topic joined the mirror; all its partitions start in LOG_TRUNCATION. */
 export type MirrorTopicAdded = Event<'MirrorTopicAdded', { readonly topic: string; readonly partitionCount: number }>;
+/** A failback's decision for one topic of a failed-over mirror (DESIGN §6): per partition the old
+ *  primary's end against the recorded last mirrored offset, and what was done — continue from there,
+ *  or recreate the topic on the old primary (its divergent tail archived to `archiveTopic`, or
+ *  discarded when that is null and a tail existed). */
+export type FailbackTopicPrepared = Event<
+  'FailbackTopicPrepared',
+  {
+    readonly topic: string;
+    readonly reverseMirror: string;
+    readonly action: 'continue' | 'recreate';
+    readonly archiveTopic: string | null;
+    readonly partitions: readonly {
+      readonly partition: number;
+      readonly lastMirrored: string | null;
+      readonly oldPrimaryEnd: string;
+      readonly reason: string;
+      readonly divergent: { readonly from: string; readonly to: string; readonly records: number | null } | null;
+    }[];
+  }
+>;
 /** The consumer groups whose offsets the mirror syncs (whole-name patterns; default: every group). */
 export type MirrorGroupFilterChanged = Event<'MirrorGroupFilterChanged', { readonly include: readonly string[]; readonly exclude: readonly string[] }>;
 /** An operator let the ISR wait of these topics end although replicas are missing (the event's
@@ -73,6 +93,7 @@ export type MirrorEvent =
   | MirrorTopicGrown
   | IsrWaitOverridden
   | MirrorGroupFilterChanged
+  | FailbackTopicPrepared
   | PartitionLifecycleEvent
   | MirrorDeletionStarted
   | MirrorDeleted;

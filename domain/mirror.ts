@@ -55,6 +55,8 @@ export function topicsNeeded(command: MirrorCommand): readonly string[] | 'all' 
       return [...new Set(command.topics)];
     case 'SetGroupFilter':
       return [];
+    case 'RecordFailback':
+      return [command.failback.topic];
     case 'RecordLastMirrored':
       return [...new Set(command.positions.map((p) => p.topic))];
     default:
@@ -104,6 +106,19 @@ export function decide(command: MirrorCommand, state: Mirror): MirrorEvent[] {
       return decideStart(command, state);
     case 'GrowTopic':
       return decideGrow(command, state);
+    case 'RecordFailback': {
+      requireMirror(state);
+      const notStopped = topicOf(state, command.failback.topic).partitions.findIndex((p) => p.state !== 'STOPPED');
+      if (notStopped >= 0) {
+        const status = state.topics.get(command.failback.topic)!.partitions[notStopped]!;
+        throw new KmirrorError(
+          'MIRROR_TOPIC_NOT_STOPPED',
+          `cannot fail back topic ${command.failback.topic} of mirror ${state.name}: partition ${partitionName(command.failback.topic, notStopped)} is ${status.state}; fail it over first`,
+          { mirror: state.name, topic: command.failback.topic, partition: notStopped, state: status.state },
+        );
+      }
+      return [{ type: 'FailbackTopicPrepared', data: command.failback }];
+    }
     case 'SetGroupFilter': {
       requireMirror(state);
       for (const pattern of [...command.include, ...command.exclude]) {
@@ -325,7 +340,7 @@ function select(state: Mirror, selection: PartitionSelection): Selected[] {
 
 type PartitionCommand = Exclude<
   MirrorCommand,
-  { type: 'CreateMirror' | 'StartTopics' | 'GrowTopic' | 'OverrideIsrWait' | 'SetGroupFilter' | 'RecordLastMirrored' | 'DeleteMirror' | 'CompleteMirrorDeletion' }
+  { type: 'CreateMirror' | 'StartTopics' | 'GrowTopic' | 'OverrideIsrWait' | 'SetGroupFilter' | 'RecordFailback' | 'RecordLastMirrored' | 'DeleteMirror' | 'CompleteMirrorDeletion' }
 >;
 
 function partitionEventBuilder(command: PartitionCommand): (target: PartitionRef) => PartitionLifecycleEvent {
@@ -420,6 +435,7 @@ const verbs: Record<MirrorCommand['type'], string> = {
   GrowTopic: 'grow a topic',
   OverrideIsrWait: 'override the ISR wait',
   SetGroupFilter: 'set the consumer-group filter',
+  RecordFailback: 'record a failback',
   CompleteTruncation: 'complete log truncation',
   PauseTopics: 'pause',
   CompletePause: 'complete the pause',
@@ -500,6 +516,7 @@ export function fold(state: Mirror, events: Iterable<MirrorEvent>): Mirror {
         if (current.state === null || current.state === 'deleted') throw historyInvalid(current, event, 'mirror is not created');
         current = { ...current, groupInclude: event.data.include, groupExclude: event.data.exclude };
         break;
+      case 'FailbackTopicPrepared':
       case 'IsrWaitOverridden':
         // A record of an operator's decision: no state changes (the waiting activity reads it).
         if (current.state === null || current.state === 'deleted') throw historyInvalid(current, event, 'mirror is not created');

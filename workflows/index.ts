@@ -9,3 +9,4 @@ export { failover } from './failover.ts';
 export { promote } from './promote.ts';
 export { retryPartitions } from './retry-partitions.ts';
 export { deleteMirror } from './delete-mirror.ts';
+export { failback } from './failback.ts';

@@ -197,6 +197,47 @@ export function operationCommands(ctx: CliContext): Command[] {
       printFailed(ctx, result.failed);
     });
 
+  const failback = new Command('failback')
+    .description("after a failover, make the old primary a mirror of the new one: continue where each partition stopped, or archive (or discard) the records the old primary took after the failover point and re-mirror the topic in full; the reverse mirror is <mirror>-reverse")
+    .argument('<mirror>', 'the failed-over mirror')
+    .option('--topic <name>', 'only this failed-over topic (repeatable; default every one)', collect)
+    .option('--dry-run', 'show per partition what would happen and each divergent range; change nothing')
+    .option('--archive-divergent', 'copy divergent tails to <topic>.kmirror-divergent-<time> on the old primary (the default)')
+    .option('--discard-divergent', 'drop divergent tails without a copy')
+    .option('--no-wait', 'print the workflow id and return at once')
+    .addHelpText('after', '\nExamples:\n  kmirror failback dr-east --dry-run\n  kmirror failback dr-east --reason "east is back"\n  kmirror promote dr-east-reverse --all-topics    # then: the old primary is the primary again')
+    .action(async (mirror: string, options: WaitOptions & { topic?: string[]; dryRun?: boolean; archiveDivergent?: boolean; discardDivergent?: boolean }) => {
+      if (options.archiveDivergent === true && options.discardDivergent === true) throw new KmirrorError('INVALID_ARGUMENT', '--archive-divergent and --discard-divergent exclude each other');
+      const input = {
+        mirror,
+        ...(options.topic ? { topics: options.topic } : {}),
+        ...(options.dryRun ? { dryRun: true } : {}),
+        divergent: options.discardDivergent === true ? ('discard' as const) : ('archive' as const),
+        ...ctx.requester,
+      };
+      const result = await operate(ctx, 'failback', input, options, `failback ${mirror}`);
+      if (result === undefined || ctx.json) return;
+      ctx.print(
+        table(
+          ['TOPIC', 'PARTITION', 'LAST MIRRORED', 'OLD PRIMARY END', 'ACTION', 'WHY', 'DIVERGENT'],
+          result.topics.flatMap((t) =>
+            t.partitions.map((p) => [
+              t.topic,
+              String(p.partition),
+              p.lastMirrored ?? '-',
+              p.oldPrimaryEnd,
+              t.action === 'recreate' ? 'recreate + full re-mirror' : 'continue',
+              p.reason,
+              p.divergent === null ? '' : `[${p.divergent.from}, ${p.divergent.to})${t.archived[String(p.partition)] !== undefined ? `: ${t.archived[String(p.partition)]} records archived` : ''}`,
+            ]),
+          ),
+        ),
+      );
+      for (const t of result.topics) if (t.archiveTopic !== null) ctx.print(`${t.topic}: divergent records ${result.dryRun ? 'would be archived' : 'archived'} to ${t.archiveTopic} on the old primary`);
+      if (result.dryRun) ctx.print(`\ndry run, nothing changed; the reverse mirror would be ${result.reverseMirror}`);
+      else ctx.print(`\nthe old primary now mirrors the new one through ${result.reverseMirror}; when its lag is 0: kmirror promote ${result.reverseMirror} --all-topics`);
+    });
+
   const remove = new Command('delete')
     .description('delete a mirror whose every partition is STOPPED, and stop its runner (topics stay on both clusters; the history stays in the event log)')
     .argument('<mirror>', 'mirror name')
@@ -222,6 +263,7 @@ export function operationCommands(ctx: CliContext): Command[] {
       'planned switchover: wait until the destination has everything the source has (source reachable), then stop and make the topics writable: zero loss once producers have stopped',
       '  kmirror promote dr-east --all-topics --timeout 10m --reason "move to west"',
     ),
+    failback,
     retry,
     remove,
   ];

@@ -147,6 +147,7 @@ export function collectMirrorChanges(changes: MirrorChanges, event: MirrorEvent,
     case 'MirrorDeletionStarted':
     case 'IsrWaitOverridden':
     case 'MirrorGroupFilterChanged':
+    case 'FailbackTopicPrepared':
       return;
   }
 }

@@ -1,0 +1,148 @@
+// Failback on stock Kafka (DESIGN §6). After a failover of mirror A → B, B is the primary; the old
+// primary A becomes a mirror of B again. Kafka cannot cut a log's tail, so each of A's partitions is
+// compared with the position recorded at the failover (last mirrored offset LMO + checksum of the
+// record before it):
+//   A ends at LMO and its record there matches  → continue: mirror B's records from LMO on;
+//   A ends before LMO (it lost records)           → continue when A's last record equals B's there;
+//   A ends after LMO                               → a divergent tail [LMO, A's end): records A took
+//                                                    after the failover point; archived to a side
+//                                                    topic (or discarded on request), then the
+//                                                    topic is recreated on A and mirrored in full;
+//   the boundary record differs (unclean election) → recreate and mirror in full.
+// A topic is recreated when any of its partitions needs it.
+import type { Admin } from 'kafkajs';
+import { KmirrorError } from '../domain/errors.ts';
+import { createTopicsAndWait } from './admin.ts';
+import { partitionKey, recordsAt } from './copier.ts';
+import { kafkaFailure } from './errors.ts';
+import { endOffsets } from './offsets.ts';
+import type { RawCluster } from './protocol.ts';
+import { readCommitted, recordChecksum } from './verify.ts';
+import { encodeBatch, nextSequence, type RecordToEncode } from './wire.ts';
+
+export type FailbackAction = 'continue' | 'recreate';
+
+export interface PartitionFailback {
+  readonly topic: string;
+  readonly partition: number;
+  /** The last mirrored offset recorded at the failover (null: never recorded). */
+  readonly lastMirrored: string | null;
+  readonly oldPrimaryStart: string;
+  readonly oldPrimaryEnd: string;
+  readonly action: FailbackAction;
+  readonly reason: 'in-sync' | 'behind' | 'divergent-tail' | 'boundary-mismatch' | 'no-position' | 'missing';
+  /** [from, to) the old primary took after the failover point; null when there is none. */
+  readonly divergent: { readonly from: string; readonly to: string } | null;
+}
+
+export interface TopicFailback {
+  readonly topic: string;
+  readonly action: FailbackAction;
+  readonly partitions: readonly PartitionFailback[];
+}
+
+/**
+ * Compare each partition of the old primary (`oldPrimary`) with its recorded position and with the
+ * new primary (`newPrimary`). Reads only.
+ */
+export async function planFailback(
+  oldPrimary: RawCluster,
+  newPrimary: RawCluster,
+  topics: readonly { readonly topic: string; readonly partitions: readonly number[] }[],
+  recorded: ReadonlyMap<string, { readonly offset: bigint; readonly checksum: string } | null>,
+): Promise<TopicFailback[]> {
+  const [ends, starts] = await Promise.all([endOffsets(oldPrimary, topics, 'destination'), endOffsets(oldPrimary, topics, 'destination', 'earliest')]);
+  const boundaries = topics.flatMap(({ topic, partitions }) =>
+    partitions.flatMap((partition) => {
+      const k = partitionKey(topic, partition);
+      const end = ends.get(k);
+      const lmo = recorded.get(k);
+      if (end === undefined || end === 0n) return [];
+      // The record to compare: the one before LMO, or A's last when A ends before LMO.
+      const at = lmo === null || lmo === undefined ? end - 1n : (end < lmo.offset ? end : lmo.offset) - 1n;
+      return at >= (starts.get(k) ?? 0n) ? [{ topic, partition, offset: at }] : [];
+    }),
+  );
+  const [onOld, onNew] = await Promise.all([recordsAt(oldPrimary, boundaries), recordsAt(newPrimary, boundaries)]);
+  return topics.map(({ topic, partitions }) => {
+    const planned = partitions.map((partition): PartitionFailback => {
+      const k = partitionKey(topic, partition);
+      const end = ends.get(k);
+      const lmo = recorded.get(k) ?? null;
+      // Gone from the old primary (deleted, or recreated by an earlier run of this failback).
+      if (end === undefined) return { topic, partition, lastMirrored: lmo?.offset.toString() ?? null, oldPrimaryStart: '0', oldPrimaryEnd: '0', action: 'recreate', reason: 'missing', divergent: null };
+      const start = starts.get(k) ?? 0n;
+      const base = { topic, partition, lastMirrored: lmo?.offset.toString() ?? null, oldPrimaryStart: start.toString(), oldPrimaryEnd: end.toString() };
+      if (lmo === null) return { ...base, action: 'recreate', reason: 'no-position', divergent: null };
+      const old = onOld.get(k);
+      const same = (checksum: string) => old?.kind === 'data' && recordChecksum(old.record) === checksum;
+      if (end > lmo.offset) {
+        return { ...base, action: 'recreate', reason: same(lmo.checksum) ? 'divergent-tail' : 'boundary-mismatch', divergent: { from: lmo.offset.toString(), to: end.toString() } };
+      }
+      if (end === lmo.offset) {
+        // Nothing below the log start to compare (retention removed it): trust the offsets.
+        if (old === undefined || same(lmo.checksum)) return { ...base, action: 'continue', reason: 'in-sync', divergent: null };
+        return { ...base, action: 'recreate', reason: 'boundary-mismatch', divergent: null };
+      }
+      const onB = onNew.get(k);
+      const match = old === undefined || (old.kind === 'data' && onB?.kind === 'data' && recordChecksum(old.record) === recordChecksum(onB.record));
+      return { ...base, action: match ? 'continue' : 'recreate', reason: match ? 'behind' : 'boundary-mismatch', divergent: null };
+    });
+    return { topic, action: planned.some((p) => p.action === 'recreate') ? 'recreate' : 'continue', partitions: planned };
+  });
+}
+
+/**
+ * Copy the divergent tails of a topic into a side topic on the old primary (same partition count;
+ * keys, values, headers, timestamps kept; headers `kmirror.original.topic/partition/offset` added),
+ * as read_committed consumers saw them. Returns the records archived per partition.
+ */
+export async function archiveDivergentTails(
+  cluster: RawCluster,
+  admin: Admin,
+  topic: string,
+  partitionCount: number,
+  tails: readonly { readonly partition: number; readonly from: bigint; readonly to: bigint }[],
+  archiveTopic: string,
+): Promise<Map<number, number>> {
+  try {
+    await createTopicsAndWait(admin, [{ topic: archiveTopic, partitions: partitionCount, replicationFactor: Math.min(3, (await admin.describeCluster()).brokers.length) }]);
+  } catch (err) {
+    throw kafkaFailure(err, `create the archive topic ${archiveTopic}`);
+  }
+  const counts = new Map<number, number>();
+  const stamp = await cluster.initProducerId();
+  for (const { partition, from, to } of tails) {
+    let sequence = 0;
+    let chunk: RecordToEncode[] = [];
+    let count = 0;
+    const flush = async (): Promise<void> => {
+      if (chunk.length === 0) return;
+      const [answer] = await cluster.produce({
+        leader: await cluster.leaderOf(archiveTopic, partition),
+        partitions: [{ topic: archiveTopic, partition, batch: encodeBatch(chunk, { ...stamp, baseSequence: sequence }) }],
+      });
+      if (answer?.error) throw new KmirrorError('KAFKA_ERROR', `archive ${archiveTopic}-${partition}: ${answer.error.type}`, { topic: archiveTopic, partition });
+      sequence = nextSequence(sequence, chunk.length);
+      chunk = [];
+    };
+    for await (const record of readCommitted(cluster, topic, partition, from, to)) {
+      chunk.push({
+        timestamp: record.timestamp,
+        key: record.key,
+        value: record.value,
+        headers: [
+          ...record.headers,
+          { key: 'kmirror.original.topic', value: Buffer.from(topic) },
+          { key: 'kmirror.original.partition', value: Buffer.from(String(partition)) },
+          { key: 'kmirror.original.offset', value: Buffer.from(record.offset.toString()) },
+        ],
+      });
+      count++;
+      if (chunk.length >= 500) await flush();
+    }
+    await flush();
+    counts.set(partition, count);
+  }
+  return counts;
+}

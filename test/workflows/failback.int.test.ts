@@ -1,0 +1,121 @@
+// The round trip A → B → A on stock Kafka (DESIGN §6): failover, writes on the new primary, failback
+// (with and without a divergent tail on the old primary), promote back, and mirroring A → B again —
+// with every log equal record by record where it must be, and the divergent tail archived intact.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { awaitOperation, startOperation, type OperationInputs, type OperationResults } from '../../client/index.ts';
+import { readStream } from '../../db/event-store/read-stream.ts';
+import { mirrorStreamId } from '../../domain/events.ts';
+import { createKafka } from '../../kafka/connection.ts';
+import { readCommitted, verifyPartition } from '../../kafka/verify.ts';
+import type { Operation } from '../../workflows/messages.ts';
+import { controlPlane, type ControlPlane } from '../support/control-plane.ts';
+import { messages, sendAll } from '../support/mirror-fixture.ts';
+import { destAppConnection, randomName } from '../support/stack.ts';
+
+let t: ControlPlane;
+beforeAll(async () => {
+  t = await controlPlane();
+});
+afterAll(async () => t?.close());
+
+const run = async <O extends Operation>(operation: O, input: OperationInputs[O]): Promise<OperationResults[O]> => awaitOperation<O>(await startOperation(t.temporal, operation, input));
+const refusal = async <O extends Operation>(operation: O, input: OperationInputs[O]) =>
+  run(operation, input).then(
+    () => undefined,
+    (err: unknown) => err as { code: string; message: string },
+  );
+const all = (n: number) => Array.from({ length: n }, (_, i) => i);
+const ends = async (cluster: 'source' | 'dest', topic: string, n: number) => {
+  const offsets = await (cluster === 'source' ? t.source : t.dest).listOffsets(topic, all(n), 'latest');
+  return all(n).map((p) => offsets.get(p)!);
+};
+
+/** A → B mirrored, failed over, and the new primary B written by its application. */
+async function failedOver(): Promise<{ mirror: string; topic: string }> {
+  const mirror = randomName('m');
+  const topic = await t.sourceTopic({ partitions: 2 });
+  const producer = t.sourceKafka.producer({ idempotent: true, maxInFlightRequests: 1 });
+  await producer.connect();
+  await sendAll(producer, topic, messages(200, 2));
+  await producer.disconnect();
+  await run('createMirror', { mirror, sourceCluster: 'src', destinationCluster: 'dst' });
+  await run('startTopics', { mirror, topics: [topic] });
+  await expect.poll(() => ends('dest', topic, 2), { timeout: 30_000 }).toEqual([100n, 100n]);
+  await run('failover', { mirror, allTopics: true });
+  const app = createKafka(destAppConnection(), { retries: 5 }).producer();
+  await app.connect();
+  await app.send({ topic, messages: messages(20, 2, { from: 1_000 }) });
+  await app.disconnect();
+  return { mirror, topic };
+}
+
+async function roundTrip(mirror: string, topic: string): Promise<void> {
+  const reverse = `${mirror}-reverse`;
+  // The old primary mirrors the new one until nothing is behind, then it is promoted back.
+  await expect.poll(() => ends('source', topic, 2), { timeout: 30_000 }).toEqual(await ends('dest', topic, 2));
+  const promoted = await run('promote', { mirror: reverse, allTopics: true });
+  expect(promoted).toMatchObject({ states: { STOPPED: 2 } });
+  for (const p of all(2)) expect(await verifyPartition(t.dest, t.source, topic, p)).toMatchObject({ equal: true });
+  // A → B again: the original mirror restarts its stopped topic and continues where both logs end.
+  await run('startTopics', { mirror, topics: [topic] });
+  const producer = t.sourceKafka.producer();
+  await producer.connect();
+  await producer.send({ topic, messages: messages(10, 2, { from: 2_000 }) });
+  await producer.disconnect();
+  await expect.poll(() => ends('dest', topic, 2), { timeout: 30_000 }).toEqual(await ends('source', topic, 2));
+  for (const p of all(2)) expect(await verifyPartition(t.source, t.dest, topic, p)).toMatchObject({ equal: true });
+}
+
+describe('failback', () => {
+  it('without a divergent tail: the old primary continues from the last mirrored offset', async () => {
+    const { mirror, topic } = await failedOver();
+    const dry = await run('failback', { mirror, dryRun: true });
+    expect(dry.topics).toMatchObject([{ topic, action: 'continue', archiveTopic: null, partitions: [{ reason: 'in-sync', lastMirrored: '100', oldPrimaryEnd: '100' }, { reason: 'in-sync' }] }]);
+    const result = await run('failback', { mirror, actor: 'oncall', reason: 'east is back' });
+    expect(result).toMatchObject({ reverseMirror: `${mirror}-reverse`, started: { states: { MIRRORING: 2 } } });
+    await roundTrip(mirror, topic);
+    const decided = (await readStream(t.db, mirrorStreamId(mirror))).find((e) => e.type === 'FailbackTopicPrepared');
+    expect(decided).toMatchObject({ data: { topic, action: 'continue', archiveTopic: null }, metadata: { actor: 'oncall', reason: 'east is back' } });
+  });
+
+  it('with a divergent tail: dry run lists it; the run archives it, recreates the topic on the old primary and re-mirrors it', async () => {
+    const { mirror, topic } = await failedOver();
+    // The old primary took writes after the failover point (split brain).
+    const stray = t.sourceKafka.producer();
+    await stray.connect();
+    await stray.send({ topic, messages: [{ partition: 0, key: 'late-1', value: 'written on the old primary' }, { partition: 0, key: 'late-2', value: 'also' }, { partition: 1, key: 'late-3', value: 'and here' }] });
+    await stray.disconnect();
+    const dry = await run('failback', { mirror, dryRun: true });
+    expect(dry.topics).toMatchObject([
+      {
+        topic,
+        action: 'recreate',
+        partitions: [
+          { reason: 'divergent-tail', divergent: { from: '100', to: '102' } },
+          { reason: 'divergent-tail', divergent: { from: '100', to: '101' } },
+        ],
+      },
+    ]);
+    expect(dry.topics[0]!.archiveTopic).toMatch(new RegExp(`^${topic}\\.kmirror-divergent-\\d{8}-\\d{6}$`));
+    expect(await ends('source', topic, 2)).toEqual([102n, 101n]); // nothing changed
+    const result = await run('failback', { mirror });
+    const archiveTopic = result.topics[0]!.archiveTopic!;
+    t.track(archiveTopic);
+    expect(result.topics[0]).toMatchObject({ action: 'recreate', archived: { '0': 2, '1': 1 } });
+    // The archive holds exactly the divergent records, with where they came from.
+    const archived: string[] = [];
+    for (const p of all(2)) for await (const r of readCommitted(t.source, archiveTopic, p, 0n, (await t.source.listOffsets(archiveTopic, [p], 'latest')).get(p)!)) archived.push(`${r.key}@${r.headers.find((h) => h.key === 'kmirror.original.offset')?.value}`);
+    expect(archived.sort()).toEqual(['late-1@100', 'late-2@101', 'late-3@100']);
+    await roundTrip(mirror, topic);
+    const decided = (await readStream(t.db, mirrorStreamId(mirror))).find((e) => e.type === 'FailbackTopicPrepared');
+    expect(decided?.data).toMatchObject({ topic, action: 'recreate', archiveTopic, partitions: [{ divergent: { from: '100', to: '102', records: 2 } }, { divergent: { records: 1 } }] });
+  });
+
+  it('refuses a mirror that never failed over', async () => {
+    const mirror = randomName('m');
+    const topic = await t.sourceTopic({ partitions: 1 });
+    await run('createMirror', { mirror, sourceCluster: 'src', destinationCluster: 'dst' });
+    await run('startTopics', { mirror, topics: [topic] });
+    expect(await refusal('failback', { mirror })).toMatchObject({ code: 'MIRROR_TOPIC_NOT_STOPPED', message: expect.stringContaining('fail over first') });
+  });
+});
