@@ -3,7 +3,10 @@
 // already removed is started (its destination is created read-only and aligned to the source's log
 // start); records keep arriving while it mirrors; `describe` shows the lag reaching 0; pause holds
 // the destination while the source grows and resume catches up; every partition is compared record
-// by record; the mirror's history is printed with the Temporal UI links of its workflows.
+// by record; then the disaster-recovery round trip: failover (the destination becomes writable and
+// takes writes), the old primary takes a stray write too (a divergent tail), failback archives that
+// tail and makes the old primary a mirror of the new one, promote brings it back, and both logs are
+// compared again; the mirror's history is printed with the Temporal UI links of its workflows.
 // `npm run stack -- down` stops it all.
 import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
@@ -16,7 +19,7 @@ import { createTopicsAndWait } from '../kafka/admin.ts';
 import { createKafka } from '../kafka/connection.ts';
 import { RawCluster } from '../kafka/protocol.ts';
 import { verifyPartition } from '../kafka/verify.ts';
-import { connectionFor } from './stack/kafka.ts';
+import { appConnection, connectionFor } from './stack/kafka.ts';
 import { databaseUrl } from './stack/postgres.ts';
 import { secretFiles } from './stack/secrets.ts';
 import { projectRoot, stackDir } from './stack/topology.ts';
@@ -124,10 +127,34 @@ for (const p of partitions) {
   say(`  ${topic}-${p}: [${v.from}, ${v.to}) ${v.equal ? `equal (${v.recordsCompared} records)` : `DIFFERENT at ${JSON.stringify(v.firstMismatch)}`}`);
 }
 
+// --- Disaster recovery: A → B → A ------------------------------------------------------------
+say('\n--- disaster recovery round trip ---');
+await must('failover', mirror, '--all-topics', '--reason', 'demo: the source region is down');
+const app = createKafka(appConnection()).producer();
+await app.connect();
+await app.send({ topic, messages: Array.from({ length: 300 }, (_, j) => ({ partition: j % 3, key: `after-failover-${j}`, value: 'written on the new primary' })) });
+await app.disconnect();
+say('\nthe application wrote 300 records to the new primary (the destination, writable now)');
+await producer.send({ topic, messages: [{ partition: 1, key: 'stray', value: 'written on the old primary after the failover' }] });
+say('and one stray record reached the old primary after the failover point (a divergent tail)');
+await must('failback', mirror, '--dry-run');
+await must('failback', mirror, '--reason', 'demo: the source region is back');
+const reverse = `${mirror}-reverse`;
+for (let i = 0; i < 100 && (await sourceEnds()) !== (await destEnds()); i++) await pause(200);
+await must('promote', reverse, '--all-topics', '--reason', 'demo: back to the original primary');
+say('\nafter the round trip, old primary vs new primary record by record:');
+for (const p of partitions) {
+  const v = await verifyPartition(dest, raw, topic, p);
+  allEqual &&= v.equal;
+  say(`  ${topic}-${p}: [${v.from}, ${v.to}) ${v.equal ? `equal (${v.recordsCompared} records)` : `DIFFERENT at ${JSON.stringify(v.firstMismatch)}`}`);
+}
+
 await must('history', mirror, '--limit', '12', '--verify');
 
 const db = createDatabase(databaseUrl);
-const workflows = [...new Set((await readStream(db, mirrorStreamId(mirror))).map((e) => e.metadata.workflowId).filter((id): id is string => id !== undefined))];
+const workflows = [
+  ...new Set([...(await readStream(db, mirrorStreamId(mirror))), ...(await readStream(db, mirrorStreamId(reverse)))].map((e) => e.metadata.workflowId).filter((id): id is string => id !== undefined)),
+];
 say('\nthe workflows of this mirror in the Temporal Web UI:');
 for (const id of workflows) say(`  ${workflowUrl(uiUrl, 'default', id)}`);
 await Promise.all([producer.disconnect(), sourceAdmin.disconnect(), raw.close(), dest.close(), db.destroy()]);

@@ -201,7 +201,12 @@ function clusterId(cluster: ClusterName): string {
   const file = join(kafkaDir, `${cluster}.cluster-id`);
   if (!existsSync(file)) {
     ensureDir(kafkaDir);
-    writeFileSync(file, randomBytes(16).toString('base64url'));
+    // base64url, as Kafka's own ids; never starting with '-', which the storage tool's argument
+    // parser takes for an option (1 fresh stack in 64 failed to format).
+    let id: string;
+    do id = randomBytes(16).toString('base64url');
+    while (id.startsWith('-'));
+    writeFileSync(file, id);
   }
   return readFileSync(file, 'utf8').trim();
 }
@@ -209,6 +214,12 @@ function clusterId(cluster: ClusterName): string {
 export function runningNodes(cluster: ClusterName): number {
   const count = cluster === 'source' ? 1 : MAX_DEST_NODES;
   return nodesOf(cluster, count).filter((n) => runningPid(pidFile(n)) !== undefined).length;
+}
+
+/** The destination as its ordinary application user `app` (what a producer of the new primary is). */
+export function appConnection(nodeCount = 1): ClusterConnection {
+  const { destAppPassword } = ensureStackSecrets();
+  return { ...connectionFor('dest', nodeCount), sasl: { mechanism: 'plain', username: DEST_APP_USER, password: destAppPassword } };
 }
 
 export function connectionFor(cluster: ClusterName, nodeCount = 1): ClusterConnection {
