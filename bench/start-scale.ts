@@ -90,7 +90,7 @@ async function createSourceTopics(): Promise<void> {
 }
 
 /** Follow an operation, noting each step it reaches and when (its progress query). */
-async function timedOperation<O extends 'createMirror' | 'startTopics'>(plane: BenchControlPlane, operation: O, input: OperationInputs[O], t0: number) {
+async function timedOperation<O extends 'createMirror' | 'startTopics' | 'failover'>(plane: BenchControlPlane, operation: O, input: OperationInputs[O], t0: number) {
   let step = '';
   const onProgress = (p: OperationProgress): void => {
     if (p.step === step) return;
@@ -178,6 +178,20 @@ try {
   result('runner_history_length', runner.historyLength, 'events');
   if (runner.historySize !== undefined) result('runner_history_mib', mib(runner.historySize), 'MiB');
   result('start_topics_history_length', startDescription.historyLength, 'events');
+  // Failover of every partition (issue 9's goal: < 10 s at 1,000 partitions, < 60 s at 10,000):
+  // from the request until every partition is STOPPED and writable.
+  if (started !== undefined) {
+    const f0 = performance.now();
+    const failedOver = await timedOperation(plane, 'failover', { mirror, allTopics: true, actor: 'bench' }, f0).catch((err: unknown) => {
+      note(`failover failed: ${(err as Error).message}`);
+      exitCode = 1;
+      return undefined;
+    });
+    if (failedOver !== undefined) {
+      note(`failover: ${JSON.stringify(failedOver.states)}, records behind ${failedOver.partitions.reduce((n, p) => n + BigInt(p.recordsBehind ?? '0'), 0n)}`);
+      result('failover_seconds', round2((performance.now() - f0) / 1000), 's');
+    }
+  }
   note(`load average at the end ${loads()}`);
   result('start_seconds', started === undefined ? 'failed' : round2((t2 - t0) / 1000), started === undefined ? '' : 's');
 } catch (err) {

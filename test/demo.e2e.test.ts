@@ -17,11 +17,19 @@ describe('npm run demo', () => {
     expect(out).toMatch(/^3 partition\(s\): 3 MIRRORING$/m);
     expect(out).toMatch(/^paused 3 partition\(s\) of mirror demo-\S+: 3 PAUSED$/m);
     expect(out).toMatch(/^while paused: .*\(unchanged\)$/m);
-    const rows = out.split('\n').filter((l) => /^ {2}demo\.orders-\S+-\d: \[/.test(l));
+    const rows = out.slice(0, out.indexOf('disaster recovery round trip')).split('\n').filter((l) => /^ {2}demo\.orders-\S+-\d: \[/.test(l));
     expect(rows).toHaveLength(3);
     for (const row of rows) expect(row).toMatch(/equal \(\d+ records\)/);
     // partition 0 starts at 2500 on both sides (alignment to the source's retention)
     expect(rows[0]).toMatch(/-0: \[2500, /);
+    // The disaster-recovery round trip.
+    expect(out).toMatch(/^\$ kmirror failover demo-\S+ --all-topics/m);
+    expect(out).toMatch(/^\$ kmirror failback demo-\S+ --dry-run$/m);
+    expect(out).toMatch(/divergent records archived to demo\.orders-\S+\.kmirror-divergent-\d{8}-\d{6} on the old primary/);
+    expect(out).toMatch(/^\$ kmirror promote demo-\S+-reverse --all-topics/m);
+    const after = out.slice(out.indexOf('after the round trip')).split('\n').filter((l) => /^ {2}demo\.orders-\S+-\d: \[/.test(l));
+    expect(after).toHaveLength(3);
+    for (const row of after) expect(row).toMatch(/equal \(\d+ records\)/);
     expect(out).toMatch(/^hash chain intact: \d+ events verified/m);
     expect(out).toMatch(/^ {2}http:\/\/127\.0\.0\.1:8233\/namespaces\/default\/workflows\/start%3Ademo-/m);
     expect(out).toMatch(/^worker: running/m);

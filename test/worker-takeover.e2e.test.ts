@@ -139,3 +139,54 @@ describe('a worker killed while it copies', () => {
     expect(stallMs).toBeLessThan(45_000);
   });
 });
+
+describe('a worker killed during failover and failback', () => {
+  it('a restarted worker completes each operation; nothing lost, nothing duplicated, no step done twice with a different result', async () => {
+    const first = await startWorker();
+    const { mirror, topic } = await mirrorTopic(2);
+    const producer = t.sourceKafka.producer({ idempotent: true, maxInFlightRequests: 1 });
+    await producer.connect();
+    await producer.send({ topic, messages: messages(400, 2) });
+    await expect.poll(async () => sum((await t.dest.listOffsets(topic, all(2), 'latest')).values()), { timeout: 30_000 }).toBe(400n);
+
+    // Failover, with its worker killed a moment after it started.
+    const failing = await startOperation(t.temporal, 'failover', { mirror, allTopics: true, reason: 'drill' });
+    await new Promise((r) => setTimeout(r, 700));
+    process.kill(first.process.pid!, 'SIGKILL');
+    await first.exited;
+    const second = await startWorker();
+    const failedOver = await awaitOperation<'failover'>(failing);
+    expect(failedOver).toMatchObject({ states: { STOPPED: 2 } });
+    const rows = await t.db.selectFrom('mirror_partitions').select(['state', 'last_mirrored_offset']).where('mirror', '=', mirror).orderBy('partition').execute();
+    expect(rows.map((r) => [r.state, r.last_mirrored_offset])).toEqual([
+      ['STOPPED', 200n],
+      ['STOPPED', 200n],
+    ]);
+    // No position was recorded twice with a different result: never beyond the stop point, and the
+    // stop point with one boundary checksum per partition.
+    const recorded = await t.db.selectFrom('events').select('data').where('stream_id', '=', `mirror:${mirror}`).where('type', '=', 'PartitionPositionRecorded').execute();
+    expect(recorded.every((r) => BigInt(r.data.offset as string) <= 200n)).toBe(true);
+    for (const p of all(2)) {
+      const atStop = recorded.filter((r) => r.data.partition === p && r.data.offset === '200');
+      expect(new Set(atStop.map((r) => r.data.checksum)).size, `partition ${p}`).toBe(1);
+    }
+
+    // The new primary takes writes; failback, with its worker killed a moment after it started.
+    const destProducer = t.destKafka.producer();
+    await destProducer.connect();
+    await destProducer.send({ topic, messages: messages(20, 2, { from: 5_000 }) });
+    await destProducer.disconnect();
+    const failingBack = await startOperation(t.temporal, 'failback', { mirror, reason: 'drill' });
+    await new Promise((r) => setTimeout(r, 1_500));
+    process.kill(second.process.pid!, 'SIGKILL');
+    await second.exited;
+    await startWorker();
+    const failedBack = await awaitOperation<'failback'>(failingBack);
+    expect(failedBack).toMatchObject({ topics: [{ topic, action: 'continue' }], started: { states: { MIRRORING: 2 } } });
+    // The old primary catches up with the new one: the same records, once.
+    await expect.poll(async () => [...(await t.source.listOffsets(topic, all(2), 'latest')).values()].sort(), { timeout: 60_000 }).toEqual([210n, 210n]);
+    for (const p of all(2)) expect(await verifyPartition(t.dest, t.source, topic, p)).toMatchObject({ equal: true, recordsCompared: 210 });
+    await producer.disconnect();
+  });
+});
+
