@@ -46,6 +46,8 @@ export interface RunnerConfig {
   readonly discoveryIntervalMs: number;
   /** How often the runner syncs consumer-group offsets (KIP default and issue: at most 10 s). */
   readonly groupSyncIntervalMs: number;
+  /** The runner continues as new past this many history events (or when Temporal suggests it). */
+  readonly historyLimit: number;
 }
 
 /** A positive integer setting, or its default. */
@@ -73,6 +75,7 @@ export function parseDataPlane(env: Env): DataPlaneConfig {
       copyHeartbeatTimeoutMs: parsePositiveInt('KMIRROR_COPY_HEARTBEAT_TIMEOUT_MS', env.KMIRROR_COPY_HEARTBEAT_TIMEOUT_MS, 10_000),
       discoveryIntervalMs: parsePositiveInt('KMIRROR_DISCOVERY_INTERVAL_MS', env.KMIRROR_DISCOVERY_INTERVAL_MS, 60_000),
       groupSyncIntervalMs: parsePositiveInt('KMIRROR_GROUP_SYNC_INTERVAL_MS', env.KMIRROR_GROUP_SYNC_INTERVAL_MS, 10_000),
+      historyLimit: parsePositiveInt('KMIRROR_RUNNER_HISTORY_LIMIT', env.KMIRROR_RUNNER_HISTORY_LIMIT, 20_000),
     }),
   });
 }

@@ -39,9 +39,6 @@ export interface MirrorRunnerResult {
   readonly ended: string;
 }
 
-/** Continue as new past this many history events even if Temporal has not suggested it yet. */
-const HISTORY_LIMIT = 20_000;
-
 export async function mirrorRunner(input: MirrorRunnerInput): Promise<MirrorRunnerResult> {
   if (typeof input?.mirror !== 'string' || input.mirror === '') {
     throw ApplicationFailure.nonRetryable('mirrorRunner expects {"mirror": "<name>"}', 'INVALID_ARGUMENT');
@@ -322,7 +319,7 @@ export async function mirrorRunner(input: MirrorRunnerInput): Promise<MirrorRunn
     for (const task of state.tasksToStart()) launch(task);
 
     const info = workflowInfo();
-    if ((info.continueAsNewSuggested || info.historyLength > HISTORY_LIMIT) && state.runningTasks('truncate') === 0 && allHandlersFinished()) {
+    if ((info.continueAsNewSuggested || info.historyLength > settings.historyLimit) && state.runningTasks('truncate') === 0 && allHandlersFinished()) {
       // New requests are refused (RUNNER_BUSY, retried by the caller) while the copies stop.
       draining = true;
       for (const scope of scopes.values()) scope.cancel();

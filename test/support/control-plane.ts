@@ -4,7 +4,8 @@
 // close() stops the runners it started, the worker, and drops the database and topics.
 import { DefaultLogger, NativeConnection, Runtime, type Worker } from '@temporalio/worker';
 import type { Admin, Kafka } from 'kafkajs';
-import { connectClient, type TemporalClient } from '../../client/index.ts';
+import { awaitOperation, connectClient, startOperation, type OperationInputs, type OperationResults, type TemporalClient } from '../../client/index.ts';
+import type { Operation } from '../../workflows/messages.ts';
 import { loadConfig, type Config } from '../../config.ts';
 import { registerCluster } from '../../db/cluster-store.ts';
 import { createDatabase } from '../../db/connect.ts';
@@ -129,3 +130,22 @@ export async function controlPlane(options: { readonly env?: Record<string, stri
     },
   };
 }
+
+/** The operations the control-plane tests run: `run` (start and await), `refusal` (the code and
+ *  message a request fails with; undefined when it succeeds), and `ends` (a topic's end offsets on
+ *  a cluster, in partition order). `plane` is read at each call (test files open it in beforeAll). */
+export function operationsOn(plane: () => ControlPlane) {
+  const run = async <O extends Operation>(operation: O, input: OperationInputs[O]): Promise<OperationResults[O]> => awaitOperation<O>(await startOperation(plane().temporal, operation, input));
+  const refusal = async <O extends Operation>(operation: O, input: OperationInputs[O]) =>
+    run(operation, input).then(
+      () => undefined,
+      (err: unknown) => err as { code: string; message: string },
+    );
+  const ends = async (cluster: 'source' | 'dest', topic: string, n: number): Promise<bigint[]> => {
+    const all = Array.from({ length: n }, (_, i) => i);
+    const offsets = await (cluster === 'source' ? plane().source : plane().dest).listOffsets(topic, all, 'latest');
+    return all.map((p) => offsets.get(p)!);
+  };
+  return { run, refusal, ends };
+}
+

@@ -2,14 +2,13 @@
 // Temporal workflows run by a worker built like the product's, the runner copying, and the event
 // log recording each step with who asked. Bad requests fail with their code and append nothing.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { awaitOperation, startOperation, type OperationInputs, type OperationResults } from '../../client/index.ts';
+import type { OperationInputs } from '../../client/index.ts';
 import { readStream } from '../../db/event-store/read-stream.ts';
 import { mirrorStreamId } from '../../domain/events.ts';
-import type { Operation } from '../../workflows/messages.ts';
 import { verifyPartition } from '../../kafka/verify.ts';
 import { createKafka } from '../../kafka/connection.ts';
 import { messages, sendAll } from '../support/mirror-fixture.ts';
-import { controlPlane, type ControlPlane } from '../support/control-plane.ts';
+import { controlPlane, operationsOn, type ControlPlane } from '../support/control-plane.ts';
 import { destAppConnection, randomName } from '../support/stack.ts';
 
 let t: ControlPlane;
@@ -18,17 +17,7 @@ beforeAll(async () => {
 });
 afterAll(async () => t?.close());
 
-const run = async <O extends Operation>(operation: O, input: OperationInputs[O]): Promise<OperationResults[O]> =>
-  awaitOperation<O>(await startOperation(t.temporal, operation, input));
-
-const refusal = async <O extends Operation>(operation: O, input: OperationInputs[O]) =>
-  run(operation, input).then(
-    () => undefined,
-    (err: unknown) => err as { code: string; message: string },
-  );
-
-const ends = async (cluster: 'source' | 'dest', topic: string, partitions: number) =>
-  [...(await (cluster === 'source' ? t.source : t.dest).listOffsets(topic, Array.from({ length: partitions }, (_, i) => i), 'latest')).values()];
+const { run, refusal, ends } = operationsOn(() => t);
 
 describe('a mirror from the first request to copying', () => {
   const mirror = randomName('m');

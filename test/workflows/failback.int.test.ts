@@ -2,13 +2,11 @@
 // (with and without a divergent tail on the old primary), promote back, and mirroring A → B again —
 // with every log equal record by record where it must be, and the divergent tail archived intact.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { awaitOperation, startOperation, type OperationInputs, type OperationResults } from '../../client/index.ts';
 import { readStream } from '../../db/event-store/read-stream.ts';
 import { mirrorStreamId } from '../../domain/events.ts';
 import { createKafka } from '../../kafka/connection.ts';
 import { readCommitted, verifyPartition } from '../../kafka/verify.ts';
-import type { Operation } from '../../workflows/messages.ts';
-import { controlPlane, type ControlPlane } from '../support/control-plane.ts';
+import { controlPlane, operationsOn, type ControlPlane } from '../support/control-plane.ts';
 import { messages, sendAll } from '../support/mirror-fixture.ts';
 import { destAppConnection, randomName } from '../support/stack.ts';
 
@@ -18,17 +16,8 @@ beforeAll(async () => {
 });
 afterAll(async () => t?.close());
 
-const run = async <O extends Operation>(operation: O, input: OperationInputs[O]): Promise<OperationResults[O]> => awaitOperation<O>(await startOperation(t.temporal, operation, input));
-const refusal = async <O extends Operation>(operation: O, input: OperationInputs[O]) =>
-  run(operation, input).then(
-    () => undefined,
-    (err: unknown) => err as { code: string; message: string },
-  );
 const all = (n: number) => Array.from({ length: n }, (_, i) => i);
-const ends = async (cluster: 'source' | 'dest', topic: string, n: number) => {
-  const offsets = await (cluster === 'source' ? t.source : t.dest).listOffsets(topic, all(n), 'latest');
-  return all(n).map((p) => offsets.get(p)!);
-};
+const { run, refusal, ends } = operationsOn(() => t);
 
 /** A → B mirrored, failed over, and the new primary B written by its application. */
 async function failedOver(): Promise<{ mirror: string; topic: string }> {

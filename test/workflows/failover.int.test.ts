@@ -2,13 +2,13 @@
 // copies have stopped, the last mirrored positions are recorded, promote waits until nothing is
 // behind, and failover works with the source gone (promote refuses then, pointing to failover).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { awaitOperation, startOperation, type OperationInputs, type OperationResults } from '../../client/index.ts';
+import type { OperationInputs } from '../../client/index.ts';
 import { changeClusterConnection, registerCluster } from '../../db/cluster-store.ts';
 import { executeMirrorCommand } from '../../db/mirror-store.ts';
 import { createKafka } from '../../kafka/connection.ts';
 import { verifyPartition } from '../../kafka/verify.ts';
-import { statusQuery, type Operation } from '../../workflows/messages.ts';
-import { controlPlane, type ControlPlane } from '../support/control-plane.ts';
+import { statusQuery } from '../../workflows/messages.ts';
+import { controlPlane, operationsOn, type ControlPlane } from '../support/control-plane.ts';
 import { messages, sendAll } from '../support/mirror-fixture.ts';
 import { destAppConnection, randomName, sourceConnection } from '../support/stack.ts';
 
@@ -18,17 +18,8 @@ beforeAll(async () => {
 });
 afterAll(async () => t?.close());
 
-const run = async <O extends Operation>(operation: O, input: OperationInputs[O]): Promise<OperationResults[O]> => awaitOperation<O>(await startOperation(t.temporal, operation, input));
-const refusal = async <O extends Operation>(operation: O, input: OperationInputs[O]) =>
-  run(operation, input).then(
-    () => undefined,
-    (err: unknown) => err as { code: string; message: string },
-  );
 const all = (n: number) => Array.from({ length: n }, (_, i) => i);
-const ends = async (cluster: 'source' | 'dest', topic: string, n: number) => {
-  const offsets = await (cluster === 'source' ? t.source : t.dest).listOffsets(topic, all(n), 'latest');
-  return all(n).map((p) => offsets.get(p)!);
-};
+const { run, refusal, ends } = operationsOn(() => t);
 
 async function mirrored(partitions: number, records: number, sourceCluster = 'src'): Promise<{ mirror: string; topic: string }> {
   const mirror = randomName('m');
