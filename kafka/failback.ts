@@ -11,12 +11,12 @@
 //   the boundary record differs (unclean election) → recreate and mirror in full.
 // A topic is recreated when any of its partitions needs it.
 import type { Admin } from 'kafkajs';
-import { KmirrorError } from '../domain/errors.ts';
 import { createTopicsAndWait } from './admin.ts';
 import { partitionKey, recordsAt } from './copier.ts';
 import { kafkaFailure } from './errors.ts';
 import { endOffsets } from './offsets.ts';
-import type { RawCluster } from './protocol.ts';
+import { KafkaAnswerError, type RawCluster } from './protocol.ts';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { readCommitted, recordChecksum } from './verify.ts';
 import { encodeBatch, nextSequence, type RecordToEncode } from './wire.ts';
 
@@ -118,11 +118,15 @@ export async function archiveDivergentTails(
     let count = 0;
     const flush = async (): Promise<void> => {
       if (chunk.length === 0) return;
-      const [answer] = await cluster.produce({
-        leader: await cluster.leaderOf(archiveTopic, partition),
-        partitions: [{ topic: archiveTopic, partition, batch: encodeBatch(chunk, { ...stamp, baseSequence: sequence }) }],
-      });
-      if (answer?.error) throw new KmirrorError('KAFKA_ERROR', `archive ${archiveTopic}-${partition}: ${answer.error.type}`, { topic: archiveTopic, partition });
+      const batch = encodeBatch(chunk, { ...stamp, baseSequence: sequence });
+      // A topic created a moment ago answers NOT_LEADER for a while: the same batch again (the same
+      // sequence, so the broker keeps one copy) once the leader is known.
+      for (let attempt = 0; ; attempt++) {
+        const [answer] = await cluster.produce({ leader: await cluster.leaderOf(archiveTopic, partition, attempt > 0), partitions: [{ topic: archiveTopic, partition, batch }] });
+        if (answer?.error === undefined) break;
+        if (!answer.error.retriable || attempt >= 30) throw new KafkaAnswerError(`archive ${archiveTopic}-${partition}: ${answer.error.type}`, answer.error);
+        await sleep(200);
+      }
       sequence = nextSequence(sequence, chunk.length);
       chunk = [];
     };
