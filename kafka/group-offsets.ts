@@ -11,6 +11,9 @@ import { topicPattern } from './mirror-topics.ts';
 import { endOffsets } from './offsets.ts';
 import type { RawCluster } from './protocol.ts';
 
+/** Groups read or committed at once (each is a coordinator lookup and one request). */
+const GROUP_CONCURRENCY = 32;
+
 export interface GroupFilter {
   readonly include: readonly string[];
   readonly exclude: readonly string[];
@@ -88,7 +91,7 @@ export async function planGroupOffsets(
   const topics = [...new Set(partitions.map((p) => p.topic))];
   const groups = await sourceGroups(source.admin, filter);
   const bySource = new Map<string, Map<string, bigint>>();
-  await eachLimit(groups, 8, async (group) => {
+  await eachLimit(groups, GROUP_CONCURRENCY, async (group) => {
     try {
       const offsets = await committed(source.admin, group, topics);
       for (const k of offsets.keys()) if (!mirrored.has(k)) offsets.delete(k);
@@ -113,7 +116,7 @@ export async function planGroupOffsets(
     throw kafkaFailure(err, 'describe the consumer groups on the destination');
   }
   const plans: GroupPlan[] = [];
-  await eachLimit(withCommits, 8, async (group) => {
+  await eachLimit(withCommits, GROUP_CONCURRENCY, async (group) => {
     const sourceOffsets = bySource.get(group)!;
     const destOffsets = await committed(destination.admin, group, [...new Set([...sourceOffsets.keys()].map((k) => k.split('\u0000')[0]!))]).catch((err: unknown) => {
       throw kafkaFailure(err, `read the committed offsets of group ${group} on the destination`);
@@ -159,7 +162,7 @@ export async function syncGroupOffsets(
   let skippedActive = 0;
   await eachLimit(
     plans.filter((p) => p.status === 'synced'),
-    8,
+    GROUP_CONCURRENCY,
     async (plan) => {
       const sets = plan.partitions.filter((p) => p.action === 'set').map((p) => ({ topic: p.topic, partition: p.partition, offset: p.target }));
       try {
