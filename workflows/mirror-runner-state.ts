@@ -136,8 +136,12 @@ export class MirrorRunnerState {
       const free = [...this.entries.values()]
         .filter((e) => e.state === WANTS[kind] && e.task === undefined && e.failing !== true)
         .sort((a, b) => (a.topic < b.topic ? -1 : a.topic > b.topic ? 1 : a.partition - b.partition));
-      for (let i = 0; i < free.length; i += this.settings.partitionsPerCopier) {
-        const members = free.slice(i, i + this.settings.partitionsPerCopier);
+      // Copies are spread over at least minCopies activities (one copier alternates fetching and
+      // producing; two overlap them); alignments run once each, so they only respect the maximum.
+      const spread = kind === 'copy' ? Math.max(1, this.settings.minCopies) : 1;
+      const size = Math.max(1, Math.min(this.settings.partitionsPerCopier, Math.ceil(free.length / spread)));
+      for (let i = 0; i < free.length; i += size) {
+        const members = free.slice(i, i + size);
         const assignments: Assignment[] = [];
         for (const e of members) {
           const last = assignments[assignments.length - 1];
