@@ -10,10 +10,9 @@ import { createPartitionLease } from '../db/leases.ts';
 import { executeMirrorCommand } from '../db/mirror-store.ts';
 import type { KmirrorError } from '../domain/errors.ts';
 import type { ByteBudget } from '../kafka/budget.ts';
-import { align, copy, partitionKey, recordsAt, type CopyRequest, type CopyResult, type MirroredPosition, type TopicPartitions } from '../kafka/copier.ts';
+import { align, boundaryChecksum, copy, partitionKey, recordsAt, type CopyRequest, type CopyResult, type MirroredPosition, type TopicPartitions } from '../kafka/copier.ts';
 import { endOffsets } from '../kafka/offsets.ts';
 import { RawCluster } from '../kafka/protocol.ts';
-import { recordChecksum } from '../kafka/verify.ts';
 import type { EventMetadata } from '../db/event-store/types.ts';
 import type { ClusterClients } from './cluster-clients.ts';
 
@@ -175,8 +174,8 @@ export function createDataPlaneActivities(deps: DataPlaneDeps) {
       for (const w of wanted) {
         const key = partitionKey(w.topic, w.partition);
         const last = onDestination.get(key);
-        if (last?.kind !== 'data' || recordedAt.get(key) === w.offset + 1n) continue;
-        positions.push({ topic: w.topic, partition: w.partition, offset: w.offset + 1n, leaderEpoch: onSource.get(key)?.leaderEpoch ?? -1, checksum: recordChecksum(last.record) });
+        if (last === undefined || recordedAt.get(key) === w.offset + 1n) continue;
+        positions.push({ topic: w.topic, partition: w.partition, offset: w.offset + 1n, leaderEpoch: onSource.get(key)?.leaderEpoch ?? -1, checksum: boundaryChecksum(last, w.offset) });
       }
       if (positions.length > 0) await executeMirrorCommand(db, { type: 'RecordLastMirrored', mirror: input.mirror, positions, skipRefused: true }, input.metadata);
       return {

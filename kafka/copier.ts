@@ -10,8 +10,10 @@
 //     with filler records, then DeleteRecords moves its log start there, so both logs start at s.
 //     The last filler carries the header `kmirror.alignment`, so an alignment that was interrupted
 //     before its DeleteRecords (a crash, a failed request) is recognised and finished on resync.
-//  3. Gaps. An offset the source log skips (transaction marker, aborted data, compaction) halts the
-//     partition with UNSUPPORTED_OFFSET_GAP naming the offset; data before the gap is copied.
+//  3. Gaps. Offsets the source log skips (transaction markers, aborted transactions' records,
+//     records compaction removed) are taken on the destination by aborted transactions of empty
+//     fillers (kafka/gap-filler.ts), so read_committed consumers see exactly the source's committed
+//     records at their offsets and no source-aborted record is ever written.
 //  4. Resume. The destination's end offset is the checkpoint: every start, and every recovery from
 //     a produce error, re-reads it and continues from there with a fresh producer id — but only
 //     after the destination's last record is compared with the source's record at that offset. A
@@ -35,7 +37,8 @@ import { KmirrorError, isKmirrorError } from '../domain/errors.ts';
 import type { ByteBudget } from './budget.ts';
 import type { PartitionLease } from './lease.ts';
 import { AbortedTransactions, IsolationLevel, KafkaAnswerError, type FetchedPartition, type ProducedPartition, type RawCluster } from './protocol.ts';
-import { recordChecksum } from './verify.ts';
+import { GapFiller } from './gap-filler.ts';
+import { invisibleChecksum, recordChecksum } from './verify.ts';
 import { decodeRecords, encodeBatch, isContiguous, nextSequence, restampBatch, type DecodedRecord, type RawBatch, type RecordToEncode } from './wire.ts';
 
 export interface CopyOptions {
@@ -123,6 +126,11 @@ export interface CopyStats {
   boundaryUnverified: number;
   /** Interrupted alignments finished on resync (contract 2). */
   alignmentsFinished: number;
+  /** Runs of skipped source offsets filled (contract 3), and the offsets they took. */
+  gapsFilled: number;
+  gapOffsets: number;
+  /** Partitions whose fill transaction was aborted on resync (one may have been left open). */
+  openFillsAborted: number;
 }
 
 export interface CopyResult {
@@ -148,8 +156,9 @@ export interface CopyRequest {
   readonly options?: Partial<CopyOptions>;
 }
 
-/** The last batch (or re-encoded record) acknowledged for a partition, until its position is taken. */
-type Boundary = { readonly offset: bigint; readonly leaderEpoch: number } & ({ readonly batch: RawBatch } | { readonly record: DecodedRecord });
+/** The last batch (or re-encoded record, or filled gap) acknowledged for a partition, until its
+ *  position is taken. */
+type Boundary = { readonly offset: bigint; readonly leaderEpoch: number } & ({ readonly batch: RawBatch } | { readonly record: DecodedRecord } | { readonly invisible: true });
 
 interface PartitionState {
   readonly topic: string;
@@ -180,10 +189,17 @@ interface ProduceItem {
   readonly boundary?: { readonly batch: RawBatch } | { readonly record: DecodedRecord };
 }
 
-/** Plan for one partition out of one fetch: what to produce, and why it stops, if it does. */
+/** Offsets [from, to) the source skips (contract 3); leaderEpoch of the batch that ends the run. */
+interface Gap {
+  readonly from: bigint;
+  readonly to: bigint;
+  readonly leaderEpoch: number;
+}
+
+/** Plan for one partition out of one fetch: segments in offset order, each some batches to produce
+ *  and then, unless it is the last, a gap to fill. */
 interface PartitionPlan {
-  readonly items: ProduceItem[];
-  readonly halt?: KmirrorError;
+  readonly segments: { items: ProduceItem[]; gap?: Gap }[];
 }
 
 /** Thrown inside a round to make the copier re-read the destination and start a fresh producer. */
@@ -209,6 +225,8 @@ const RESYNC_ERRORS = new Set([
 
 /** Topics read concurrently during a resync (each is a few ListOffsets requests). */
 const RESYNC_CONCURRENCY = 16;
+/** Partitions whose gaps are filled at once (each is a transaction of its own). */
+const GAP_CONCURRENCY = 32;
 /** Partitions aligned at once (each round holds one filler batch per partition in memory). */
 const ALIGN_SLICE = 32;
 
@@ -238,7 +256,11 @@ class Copier {
     resyncs: 0,
     boundaryUnverified: 0,
     alignmentsFinished: 0,
+    gapsFilled: 0,
+    gapOffsets: 0,
+    openFillsAborted: 0,
   };
+  private readonly filler: GapFiller;
   private producer = { producerId: -1n, producerEpoch: 0 };
   private readonly sequences = new Map<string, number>();
   /** Aborted when the caller aborts or the lease is lost: stops fetching, not in-flight acks. */
@@ -260,6 +282,13 @@ class Copier {
         `lease ${req.lease.description}: its grace (${req.lease.graceMs} ms) must exceed the produce timeout (${this.options.produceTimeoutMs} ms), or a new owner could start while a produce request of ours still lands`,
       );
     }
+    this.filler = new GapFiller(req.destination, {
+      produceTimeoutMs: this.options.produceTimeoutMs,
+      transactionTimeoutMs: 60_000,
+      batchRecords: this.options.fillerBatchRecords,
+      markerWaitMs: this.options.produceTimeoutMs,
+      assertLease: () => this.assertLease(),
+    });
     const seen = new Set<string>();
     this.states = [];
     for (const { topic, partitions } of req.assignments) {
@@ -388,9 +417,14 @@ class Copier {
       if (boundary === undefined) continue;
       // Drop the reference at once: it may pin a whole fetch response.
       state.boundary = undefined;
-      const record = 'record' in boundary ? boundary.record : decodeRecords(boundary.batch).at(-1);
-      if (record === undefined) continue;
-      positions.push({ topic: state.topic, partition: state.partition, offset: boundary.offset, leaderEpoch: boundary.leaderEpoch, checksum: recordChecksum(record) });
+      let checksum: string;
+      if ('invisible' in boundary) checksum = invisibleChecksum(boundary.offset - 1n);
+      else {
+        const record = 'record' in boundary ? boundary.record : decodeRecords(boundary.batch).at(-1);
+        if (record === undefined) continue;
+        checksum = recordChecksum(record);
+      }
+      positions.push({ topic: state.topic, partition: state.partition, offset: boundary.offset, leaderEpoch: boundary.leaderEpoch, checksum });
     }
     if (positions.length > 0) await sink.record(positions);
   }
@@ -422,13 +456,46 @@ class Copier {
         offsets.set(partitionKey(topic, p), { destStart: destStart.get(p)!, srcStart: srcStart.get(p)!, srcEnd: srcEnd.get(p)!, srcHighWatermark: srcHighWatermark.get(p)! });
       }
     });
-    const destEnd = await stableEnds(destination, byTopic);
+    // A gap fill left open (by a predecessor, or an attempt of ours that failed) is aborted first:
+    // its marker lands inside its gap, and only then is the destination's end the checkpoint.
+    this.filler.reset();
+    const open = await openTransactions(destination, byTopic);
+    if (open.length > 0) {
+      await this.filler.abortOpen(open);
+      this.stats.openFillsAborted += open.length;
+    }
+    let destEnd = await stableEnds(destination, byTopic);
+    // A fill with no filler written yet (a gap of one offset: only its marker) leaves no open data,
+    // yet its marker may still land — at the destination's end E, whose source offset is then one
+    // the source skips. Where the source skips E, abort such a fill before trusting E.
+    const unsure = active.filter((s) => destEnd.get(s.key)! < offsets.get(s.key)!.srcEnd && destEnd.get(s.key)! >= offsets.get(s.key)!.srcStart);
+    if (unsure.length > 0) {
+      const atEnd = await recordsAt(source, unsure.map((s) => ({ topic: s.topic, partition: s.partition, offset: destEnd.get(s.key)! })));
+      const skippedAtEnd = unsure.filter((s) => atEnd.get(s.key)?.kind !== 'data');
+      if (skippedAtEnd.length > 0) {
+        await this.filler.abortOpen(skippedAtEnd);
+        this.stats.openFillsAborted += skippedAtEnd.length;
+        destEnd = await stableEnds(destination, byTopic);
+      }
+    }
+    for (const { topic, partition, lastStable } of await openTransactions(destination, byTopic)) {
+      const state = active.find((s) => s.topic === topic && s.partition === partition)!;
+      this.fail(
+        state,
+        new KmirrorError('OFFSET_DIVERGENCE', `destination ${topic}-${partition} has a transaction open at offset ${lastStable} that kmirror did not start: something else writes to this mirror topic; halted`, {
+          topic,
+          partition,
+          offset: lastStable.toString(),
+        }),
+      );
+    }
     this.producer = await destination.initProducerId();
     this.sequences.clear();
     const toAlign: PartitionState[] = [];
     const alignmentChecks: { state: PartitionState; offset: bigint }[] = [];
     const boundaryChecks: { state: PartitionState; offset: bigint }[] = [];
     for (const state of active) {
+      if (state.status !== 'copying') continue;
       const o = offsets.get(state.key)!;
       const end = destEnd.get(state.key)!;
       state.next = end;
@@ -487,8 +554,9 @@ class Copier {
         this.stats.boundaryUnverified++;
         continue;
       }
-      const show = (r: BoundaryRecord): string => (r.kind === 'control' ? 'a control record' : `record ${recordChecksum(r.record).slice(0, 16)}`);
-      const same = d.kind === s.kind && (d.kind === 'control' || recordChecksum(d.record) === recordChecksum((s as { record: DecodedRecord }).record));
+      const show = (r: BoundaryRecord): string => (r.kind === 'data' ? `record ${recordChecksum(r.record).slice(0, 16)}` : r.kind === 'control' ? 'a control record' : 'an aborted record');
+      // A skipped offset (marker or aborted record) on both sides is the same: gaps are filled, not copied.
+      const same = boundaryChecksum(d, offset) === boundaryChecksum(s, offset);
       if (!same) {
         this.fail(
           state,
@@ -581,15 +649,22 @@ class Copier {
         state.sourceEnd = p.lastStableOffset;
         plans.push({ state, plan: this.plan(state, p) });
       }
-      // Produce in rounds: the k-th batch of every partition together (one batch per partition
-      // per request is the protocol's rule).
-      const rounds: ProduceItem[][] = [];
-      for (const { plan } of plans) plan.items.forEach((item, k) => (rounds[k] ??= []).push(item));
-      await this.produceRounds(rounds);
-      for (const { state, plan } of plans) {
-        if (state.status !== 'copying') continue;
-        if (plan.halt) this.fail(state, plan.halt);
-        else if (this.req.untilCaughtUp && state.next >= state.sourceEnd) state.status = 'caught-up';
+      // Phase k: the k-th segment of every partition. Its batches go in rounds — the j-th batch of
+      // every partition together (one batch per partition per request is the protocol's rule) —
+      // then, once all are acknowledged, the gaps that end the segments are filled.
+      const phases = Math.max(0, ...plans.map(({ plan }) => plan.segments.length));
+      for (let k = 0; k < phases; k++) {
+        const rounds: ProduceItem[][] = [];
+        for (const { plan } of plans) plan.segments[k]?.items.forEach((item, j) => (rounds[j] ??= []).push(item));
+        await this.produceRounds(rounds);
+        const gaps = plans.flatMap(({ state, plan }) => {
+          const gap = plan.segments[k]?.gap;
+          return gap !== undefined && state.status === 'copying' ? [{ state, gap }] : [];
+        });
+        await this.fillGaps(gaps);
+      }
+      for (const { state } of plans) {
+        if (state.status === 'copying' && this.req.untilCaughtUp && state.next >= state.sourceEnd) state.status = 'caught-up';
       }
       if (refetch) throw new Resync('source moved (leader change or log start beyond our offset)');
     } finally {
@@ -597,35 +672,36 @@ class Copier {
     }
   }
 
-  /** Turn one partition's fetched batches into produce items, stopping at the first gap. */
+  /**
+   * Turn one partition's fetched batches into segments: batches to produce (as fetched, or
+   * re-encoded when the destination holds their head, they carry LogAppendTime, or compaction left
+   * holes in them), each segment ended by the next run of offsets the source skips.
+   */
   private plan(state: PartitionState, fetched: FetchedPartition): PartitionPlan {
-    const { topic, partition } = state;
-    const items: ProduceItem[] = [];
+    const segments: PartitionPlan['segments'] = [{ items: [] }];
+    const push = (...items: ProduceItem[]): void => void segments[segments.length - 1]!.items.push(...items);
+    const skip = (from: bigint, to: bigint, leaderEpoch: number): void => {
+      if (to <= from) return;
+      const previous = segments.length > 1 ? segments[segments.length - 2]! : undefined;
+      const last = segments[segments.length - 1]!;
+      // Adjacent runs (an aborted batch, then its marker) are one gap.
+      if (last.items.length === 0 && previous?.gap?.to === from) previous.gap = { from: previous.gap.from, to, leaderEpoch };
+      else {
+        last.gap = { from, to, leaderEpoch };
+        segments.push({ items: [] });
+      }
+    };
     const aborted = new AbortedTransactions(fetched.abortedTransactions);
     let next = state.next;
-    const gap = (offset: bigint, why: string): PartitionPlan => ({
-      items,
-      halt: new KmirrorError(
-        'UNSUPPORTED_OFFSET_GAP',
-        `source ${topic}-${partition} skips offset ${offset} (${why}); kmirror cannot fill offset gaps yet, so the partition is halted rather than shifting offsets`,
-        { topic, partition, offset: offset.toString(), reason: why },
-      ),
-    });
     for (const batch of fetched.batches) {
+      // Every batch goes through the filter, in order: it tracks which producers are aborting.
+      const hidden = aborted.isAborted(batch);
       if (batch.lastOffset < next) continue;
-      if (batch.isControl) return gap(batch.baseOffset, 'transaction marker');
-      if (batch.isTransactional && aborted.isAborted(batch)) return gap(batch.baseOffset > next ? next : batch.baseOffset, 'aborted transaction');
-      if (batch.baseOffset > next) return gap(next, 'records removed by compaction');
-      if (!isContiguous(batch)) {
-        const present = new Set(decodeRecords(batch).map((r) => r.offset));
-        let missing = next;
-        while (present.has(missing)) missing++;
-        return gap(missing, 'records removed by compaction');
-      }
-      if (batch.baseOffset < next || batch.logAppendTime) {
-        items.push(...this.reencode(state, batch, next));
-      } else {
-        items.push({
+      skip(next, batch.baseOffset, batch.leaderEpoch); // records compaction removed between batches
+      const from = batch.baseOffset > next ? batch.baseOffset : next;
+      if (hidden) skip(from, batch.lastOffset + 1n, batch.leaderEpoch); // a marker, or aborted records
+      else if (from === batch.baseOffset && isContiguous(batch) && !batch.logAppendTime) {
+        push({
           state,
           expectedBase: batch.baseOffset,
           nextAfter: batch.lastOffset + 1n,
@@ -635,16 +711,31 @@ class Copier {
           stamp: (s) => restampBatch(batch, s),
           boundary: { batch },
         });
+      } else {
+        // Record by record: contiguous runs re-encoded, holes compaction left skipped.
+        let at = from;
+        let run: DecodedRecord[] = [];
+        for (const record of decodeRecords(batch)) {
+          if (record.offset < at) continue;
+          if (record.offset > at) {
+            push(...this.reencode(state, run, batch.leaderEpoch));
+            run = [];
+            skip(at, record.offset, batch.leaderEpoch);
+          }
+          run.push(record);
+          at = record.offset + 1n;
+        }
+        push(...this.reencode(state, run, batch.leaderEpoch));
+        skip(at, batch.lastOffset + 1n, batch.leaderEpoch);
       }
       next = batch.lastOffset + 1n;
     }
-    return { items };
+    return { segments };
   }
 
-  /** The records of `batch` from offset `from` on, as fresh uncompressed batches of ≤ 512 KiB. */
-  private reencode(state: PartitionState, batch: RawBatch, from: bigint): ProduceItem[] {
-    const records = decodeRecords(batch).filter((r) => r.offset >= from);
-    const chunks: { records: typeof records; bytes: number }[] = [];
+  /** Contiguous records as fresh uncompressed batches of ≤ 512 KiB. */
+  private reencode(state: PartitionState, records: readonly DecodedRecord[], leaderEpoch: number): ProduceItem[] {
+    const chunks: { records: DecodedRecord[]; bytes: number }[] = [];
     for (const r of records) {
       const bytes = (r.key?.length ?? 0) + (r.value?.length ?? 0) + r.headers.reduce((n, h) => n + h.key.length + (h.value?.length ?? 0), 0) + 32;
       if (chunks.length === 0 || chunks[chunks.length - 1]!.bytes + bytes > 512 * 1024) chunks.push({ records: [], bytes: 0 });
@@ -659,10 +750,40 @@ class Copier {
       nextAfter: chunk[chunk.length - 1]!.offset + 1n,
       records: chunk.length,
       bytes,
-      leaderEpoch: batch.leaderEpoch,
+      leaderEpoch,
       stamp: (s) => encodeBatch(chunk, s),
       boundary: { record: chunk[chunk.length - 1]! },
     }));
+  }
+
+  /**
+   * Fill each partition's gap (contract 3), partitions concurrently. A partition the gap does not
+   * start at its end was stopped by an earlier failure in this phase. A retriable failure resyncs
+   * (which aborts the fills left open); any other fails that partition.
+   */
+  private async fillGaps(gaps: readonly { state: PartitionState; gap: Gap }[]): Promise<void> {
+    let resync: Resync | undefined;
+    await forEachLimit(gaps, GAP_CONCURRENCY, async ({ state, gap }) => {
+      if (resync !== undefined || state.status !== 'copying') return;
+      if (state.next !== gap.from) {
+        resync ??= new Resync(`${state.topic}-${state.partition} ends at ${state.next}, not at its gap ${gap.from}`);
+        return;
+      }
+      try {
+        const { fillers } = await this.filler.fill(state.topic, state.partition, gap.from, gap.to);
+        state.next = gap.to;
+        state.boundary = { offset: gap.to, leaderEpoch: gap.leaderEpoch, invisible: true };
+        state.lastLeaderEpoch = gap.leaderEpoch;
+        this.stats.gapsFilled++;
+        this.stats.gapOffsets += Number(gap.to - gap.from);
+        this.stats.fillerRecords += fillers;
+      } catch (err) {
+        if (isKmirrorError(err, 'LEASE_LOST')) throw err;
+        if (isKmirrorError(err) && !err.retryable) this.fail(state, err);
+        else resync ??= new Resync(`filling ${state.topic}-${state.partition} [${gap.from}, ${gap.to}): ${(err as Error).message}`, { cause: err });
+      }
+    });
+    if (resync) throw resync;
   }
 
   /**
@@ -750,15 +871,23 @@ class Copier {
   }
 }
 
-/** A record found at an offset: data (decoded) or a control record (transaction marker), with the
- *  leader epoch of the batch that holds it. */
-export type BoundaryRecord = { readonly kind: 'control'; readonly leaderEpoch: number } | { readonly kind: 'data'; readonly record: DecodedRecord; readonly leaderEpoch: number };
+/** A record found at an offset: data a read_committed consumer sees (decoded), a control record
+ *  (transaction marker) or a record of an aborted transaction, with the leader epoch of its batch. */
+export type BoundaryRecord =
+  | { readonly kind: 'control' | 'aborted'; readonly leaderEpoch: number }
+  | { readonly kind: 'data'; readonly record: DecodedRecord; readonly leaderEpoch: number };
+
+/** What a boundary comparison compares: the record's checksum, or — for an offset read_committed
+ *  consumers skip (a marker, an aborted record; on the destination, a filled gap) — the offset's. */
+export function boundaryChecksum(found: BoundaryRecord, offset: bigint): string {
+  return found.kind === 'data' ? recordChecksum(found.record) : invisibleChecksum(offset);
+}
 
 /**
- * The record at `offset` of each partition, read as the log holds it (read_uncommitted); undefined
- * when the log no longer holds that offset (retention, compaction). Partitions are fetched together
- * per leader; one whose batch did not fit is fetched again on its own (the broker always returns a
- * whole first batch).
+ * The record at `offset` of each partition, read up to the last stable offset; undefined when the
+ * log no longer holds that offset (retention, compaction) or it is not yet stable. Partitions are
+ * fetched together per leader; one whose batch did not fit is fetched again on its own (the broker
+ * always returns a whole first batch).
  */
 export async function recordsAt(cluster: RawCluster, wanted: readonly { topic: string; partition: number; offset: bigint }[]): Promise<Map<string, BoundaryRecord | undefined>> {
   const out = new Map<string, BoundaryRecord | undefined>();
@@ -767,11 +896,17 @@ export async function recordsAt(cluster: RawCluster, wanted: readonly { topic: s
       if (p.error.type === 'OFFSET_OUT_OF_RANGE') return undefined;
       throw new KafkaAnswerError(`fetch ${p.topic}-${p.partition} at ${offset}: ${p.error.type}`, p.error);
     }
-    const batch = p.batches.find((b) => b.baseOffset <= offset && offset <= b.lastOffset);
-    if (batch === undefined) return p.batches.some((b) => b.baseOffset > offset) ? undefined : 'retry';
-    if (batch.isControl) return { kind: 'control', leaderEpoch: batch.leaderEpoch };
-    const record = decodeRecords(batch).find((r) => r.offset === offset);
-    return record === undefined ? undefined : { kind: 'data', record, leaderEpoch: batch.leaderEpoch };
+    const aborted = new AbortedTransactions(p.abortedTransactions);
+    for (const batch of p.batches) {
+      const hidden = aborted.isAborted(batch); // every batch, in order
+      if (offset < batch.baseOffset) return undefined; // between batches: compaction removed it
+      if (offset > batch.lastOffset) continue;
+      if (batch.isControl) return { kind: 'control', leaderEpoch: batch.leaderEpoch };
+      if (hidden) return { kind: 'aborted', leaderEpoch: batch.leaderEpoch };
+      const record = decodeRecords(batch).find((r) => r.offset === offset);
+      return record === undefined ? undefined : { kind: 'data', record, leaderEpoch: batch.leaderEpoch };
+    }
+    return 'retry';
   };
   const byLeader = new Map<number, typeof wanted[number][]>();
   for (const w of wanted) {
@@ -785,7 +920,7 @@ export async function recordsAt(cluster: RawCluster, wanted: readonly { topic: s
       maxWaitMs: 0,
       minBytes: 0,
       maxBytes: 64 * 1024 * 1024,
-      isolationLevel: IsolationLevel.READ_UNCOMMITTED,
+      isolationLevel: IsolationLevel.READ_COMMITTED,
     });
   await Promise.all(
     [...byLeader].map(async ([leader, ws]) => {
@@ -806,6 +941,17 @@ export async function recordsAt(cluster: RawCluster, wanted: readonly { topic: s
       }
     }),
   );
+  return out;
+}
+
+/** Partitions with a transaction open on `cluster` (last stable offset below the high watermark). */
+async function openTransactions(cluster: RawCluster, byTopic: ReadonlyMap<string, readonly PartitionState[]>): Promise<{ topic: string; partition: number; lastStable: bigint }[]> {
+  const out: { topic: string; partition: number; lastStable: bigint }[] = [];
+  await forEachLimit([...byTopic], RESYNC_CONCURRENCY, async ([topic, states]) => {
+    const ps = states.map((s) => s.partition);
+    const [stable, high] = await Promise.all([cluster.listOffsets(topic, ps, 'latest', IsolationLevel.READ_COMMITTED), cluster.listOffsets(topic, ps, 'latest')]);
+    for (const partition of ps) if (stable.get(partition)! < high.get(partition)!) out.push({ topic, partition, lastStable: stable.get(partition)! });
+  });
   return out;
 }
 

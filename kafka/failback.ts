@@ -12,7 +12,7 @@
 // A topic is recreated when any of its partitions needs it.
 import type { Admin } from 'kafkajs';
 import { createTopicsAndWait } from './admin.ts';
-import { partitionKey, recordsAt } from './copier.ts';
+import { boundaryChecksum, partitionKey, recordsAt } from './copier.ts';
 import { kafkaFailure } from './errors.ts';
 import { endOffsets } from './offsets.ts';
 import { KafkaAnswerError, type RawCluster } from './protocol.ts';
@@ -75,7 +75,9 @@ export async function planFailback(
       const base = { topic, partition, lastMirrored: lmo?.offset.toString() ?? null, oldPrimaryStart: start.toString(), oldPrimaryEnd: end.toString() };
       if (lmo === null) return { ...base, action: 'recreate', reason: 'no-position', divergent: null };
       const old = onOld.get(k);
-      const same = (checksum: string) => old?.kind === 'data' && recordChecksum(old.record) === checksum;
+      // The boundary compared: before LMO, or A's last offset when A ends before LMO.
+      const at = (end < lmo.offset ? end : lmo.offset) - 1n;
+      const same = (checksum: string) => old !== undefined && boundaryChecksum(old, at) === checksum;
       if (end > lmo.offset) {
         return { ...base, action: 'recreate', reason: same(lmo.checksum) ? 'divergent-tail' : 'boundary-mismatch', divergent: { from: lmo.offset.toString(), to: end.toString() } };
       }
@@ -85,7 +87,7 @@ export async function planFailback(
         return { ...base, action: 'recreate', reason: 'boundary-mismatch', divergent: null };
       }
       const onB = onNew.get(k);
-      const match = old === undefined || (old.kind === 'data' && onB?.kind === 'data' && recordChecksum(old.record) === recordChecksum(onB.record));
+      const match = old === undefined || (onB !== undefined && boundaryChecksum(old, at) === boundaryChecksum(onB, at));
       return { ...base, action: match ? 'continue' : 'recreate', reason: match ? 'behind' : 'boundary-mismatch', divergent: null };
     });
     return { topic, action: planned.some((p) => p.action === 'recreate') ? 'recreate' : 'continue', partitions: planned };

@@ -6,7 +6,7 @@ import kafkajs, { type AclEntry, type Admin } from 'kafkajs';
 import { KmirrorError } from '../domain/errors.ts';
 import { nameProblem } from '../domain/names.ts';
 import { createTopicsAndWait } from './admin.ts';
-import { recordsAt, partitionKey } from './copier.ts';
+import { boundaryChecksum, recordsAt, partitionKey } from './copier.ts';
 import { kafkaFailure } from './errors.ts';
 import type { RawCluster } from './protocol.ts';
 import { recordChecksum } from './verify.ts';
@@ -191,7 +191,7 @@ export async function inspectDestination(
         const key = partitionKey(w.topic, w.partition);
         const dr = d.get(key);
         const sr = s.get(key);
-        const same = dr !== undefined && sr !== undefined && dr.kind === sr.kind && (dr.kind === 'control' || (sr.kind === 'data' && recordChecksum(dr.record) === recordChecksum(sr.record)));
+        const same = dr !== undefined && sr !== undefined && boundaryChecksum(dr, w.offset) === boundaryChecksum(sr, w.offset);
         // A record the source no longer holds (retention, compaction) cannot be compared: allowed.
         if (!same && !(sr === undefined && dr !== undefined)) {
           throw new KmirrorError(

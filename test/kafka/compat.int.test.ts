@@ -6,7 +6,8 @@ import { AclOperationTypes, AclPermissionTypes, AclResourceTypes, ConfigResource
 import { createTopicsAndWait, deleteTopicsAndWait, topicOffsets } from '../../kafka/admin.ts';
 import { createKafka } from '../../kafka/connection.ts';
 import { IsolationLevel, RawCluster } from '../../kafka/protocol.ts';
-import { decodeRecords, restampBatch } from '../../kafka/wire.ts';
+import { controlType, decodeRecords, restampBatch } from '../../kafka/wire.ts';
+import { fetchBatches } from '../support/mirror-fixture.ts';
 import { destAppConnection, destConnection, randomName, sourceConnection, testClientOptions } from '../support/stack.ts';
 
 let source: Kafka;
@@ -158,6 +159,28 @@ describe('producing', () => {
       await consumer.disconnect();
     }
     expect(seen).toEqual(['kept-1', 'kept-2']);
+  });
+
+  it('at the protocol level: a transaction that added a partition but wrote nothing to it leaves an ABORT marker there; InitProducerId aborts an open one', async () => {
+    const topic = await createTopic(sourceAdmin);
+    const session = raw(source);
+    const id = randomName('fill');
+    const producer = await session.initTransactions(id, 60_000);
+    await session.addPartitionsToTxn(producer, topic, [0]);
+    await session.endTxn(producer, false);
+    // EndTxn returns before the marker is written.
+    await expect.poll(async () => (await session.listOffsets(topic, [0], 'latest')).get(0), { timeout: 5_000, interval: 20 }).toBe(1n);
+    // A transaction left open is aborted (its marker written) by the next InitProducerId.
+    const again = await session.initTransactions(id, 60_000);
+    await session.addPartitionsToTxn(again, topic, [0]);
+    const fenced = await session.initTransactions(id, 60_000);
+    expect(fenced.producerEpoch).toBeGreaterThan(again.producerEpoch);
+    expect((await session.listOffsets(topic, [0], 'latest')).get(0)).toBe(2n);
+    const p = await fetchBatches(session, topic, 0);
+    expect(p.batches.map((b) => [b.baseOffset, b.isControl, controlType(b)])).toEqual([
+      [0n, true, 'abort'],
+      [1n, true, 'abort'],
+    ]);
   });
 });
 

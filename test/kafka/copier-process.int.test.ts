@@ -1,9 +1,12 @@
-// Copier invariants that need a process of its own: exactly once across kill -9, and memory
+// Copier invariants that need a process of its own: exactly once across kill -9 (plain topics, and
+// transactional ones whose gaps are being filled when the process dies), and memory
 // bounded by the shared budget when thousands of partitions wake at once.
 import { beforeEach, describe, expect, it } from 'vitest';
 import type { CopyTopicArgs } from '../../scripts/copy-topic.ts';
 import { runCopyTopic } from '../../scripts/copy-topic-process.ts';
 import { allPartitions as all, messages, sendAll, useMirrorFixture, type MirrorFixture } from '../support/mirror-fixture.ts';
+import { interleaving, LibrdkafkaProducers } from '../support/second-client.ts';
+import { randomName } from '../support/stack.ts';
 
 const fixture = useMirrorFixture();
 let f: MirrorFixture;
@@ -64,6 +67,56 @@ describe('exactly once across crashes', () => {
     const verified = await f.verifyAll(topic, all(partitions));
     for (const v of verified) expect(v).toMatchObject({ equal: true });
     expect(verified.reduce((n, v) => n + v.recordsCompared, 0)).toBe(sent);
+  });
+});
+
+describe('exactly once across crashes, with gaps to fill', () => {
+  it('kill -9 at random moments, 12 times, while librdkafka producers write transactions (commits, aborts, single records): the destination verifies equal', async () => {
+    const partitions = 2;
+    const topic = await f.topicPair({ partitions });
+    const seed = Date.now() % 1_000_000;
+    console.log(`crashes with gaps: seed ${seed}`);
+    const producers = await LibrdkafkaProducers.start({ topic, transactional: [true, true, false], id: randomName('crash-txn') });
+    let writing = true;
+    let round = 0;
+    const writer = (async () => {
+      while (writing) {
+        for (const command of interleaving(seed + round++, 10, partitions)) producers.send(command);
+        await producers.sync();
+      }
+    })();
+    const args: CopyTopicArgs = {
+      databaseUrl: f.databaseUrl,
+      topic,
+      partitions: all(partitions),
+      owner: 'crashy-gaps',
+      untilCaughtUp: false,
+      ttlMs: 1_000,
+      graceMs: 700,
+      budgetBytes: 4 * 1024 * 1024,
+      copiers: 1,
+      options: { partitionMaxBytes: 16 * 1024, fetchMaxBytes: 64 * 1024, produceTimeoutMs: 500 },
+    };
+    let filled = 0n;
+    for (let kill = 0; kill < 12; kill++) {
+      const child = runCopyTopic({ ...args, owner: `crashy-gaps-${kill}` });
+      await child.started;
+      const early = await Promise.race([child.done, new Promise<undefined>((r) => setTimeout(() => r(undefined), 300 + Math.random() * 1_500))]);
+      expect(early && JSON.stringify(early.events), 'the copier exited by itself').toBeUndefined();
+      process.kill(child.pid, 'SIGKILL');
+      expect((await child.done).signal).toBe('SIGKILL');
+      filled = [...(await f.dest.listOffsets(topic, all(partitions), 'latest')).values()].reduce((a, b) => a + b, 0n);
+    }
+    writing = false;
+    await writer;
+    await producers.close();
+    expect(filled > 0n).toBe(true);
+    const final = runCopyTopic({ ...args, owner: 'final-gaps', untilCaughtUp: true });
+    const exit = await final.done;
+    expect(exit.code, exit.stderr).toBe(0);
+    const sourceEnds = await f.source.listOffsets(topic, all(partitions), 'latest');
+    expect(await f.dest.listOffsets(topic, all(partitions), 'latest')).toEqual(sourceEnds);
+    for (const v of await f.verifyAll(topic, all(partitions))) expect(v, `seed ${seed}`).toMatchObject({ equal: true });
   });
 });
 

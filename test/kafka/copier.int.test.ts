@@ -8,7 +8,7 @@ import { ALIGNMENT_HEADER, copy, type MirroredPosition } from '../../kafka/copie
 import { recordChecksum } from '../../kafka/verify.ts';
 import { decodeRecords, encodeBatch } from '../../kafka/wire.ts';
 import { createPartitionLease } from '../../db/leases.ts';
-import { allPartitions as all, messages, sendAll, useMirrorFixture, type MirrorFixture } from '../support/mirror-fixture.ts';
+import { allPartitions as all, fetchBatches, messages, sendAll, useMirrorFixture, type MirrorFixture } from '../support/mirror-fixture.ts';
 import { randomName } from '../support/stack.ts';
 
 const fixture = useMirrorFixture();
@@ -211,8 +211,8 @@ describe('alignment', () => {
   });
 });
 
-describe('gaps are halted, never shifted', () => {
-  it('a transactional source: data before the first commit marker is copied, then UNSUPPORTED_OFFSET_GAP', async () => {
+describe('gaps are filled, never shifted (contract 3; test/kafka/gaps.int.test.ts has the second client)', () => {
+  it('a committed transaction: its records at their offsets, the offset of its marker taken', async () => {
     const topic = await f.topicPair();
     const txn = f.sourceKafka.producer({ transactionalId: randomName('txn'), idempotent: true, maxInFlightRequests: 1 });
     await txn.connect();
@@ -221,15 +221,13 @@ describe('gaps are halted, never shifted', () => {
     await t.commit();
     await txn.disconnect();
     const result = await f.copy({ topic, partitions: [0], untilCaughtUp: true });
-    expect(result.partitions[0]).toMatchObject({
-      status: 'failed',
-      nextOffset: 2n,
-      error: { code: 'UNSUPPORTED_OFFSET_GAP', details: { offset: '2', reason: 'transaction marker' } },
-    });
-    expect(await f.dest.listOffsets(topic, [0], 'latest')).toEqual(new Map([[0, 2n]]));
+    expect(result.partitions[0]).toMatchObject({ status: 'caught-up', nextOffset: 3n });
+    expect(result.stats).toMatchObject({ gapsFilled: 1, gapOffsets: 1, fillerRecords: 0 });
+    expect(await f.dest.listOffsets(topic, [0], 'latest')).toEqual(new Map([[0, 3n]]));
+    expect(await f.verifyAll(topic, [0])).toMatchObject([{ equal: true, recordsCompared: 2 }]);
   });
 
-  it('an aborted transaction halts at its first offset', async () => {
+  it('an aborted transaction: an empty filler and a marker take its offsets; the record it aborted is not written', async () => {
     const topic = await f.topicPair();
     const producer = await f.producer();
     await producer.send({ topic, messages: [{ value: 'plain' }] });
@@ -239,11 +237,23 @@ describe('gaps are halted, never shifted', () => {
     await t.send({ topic, messages: [{ value: 'gone' }] });
     await t.abort();
     await txn.disconnect();
+    await producer.send({ topic, messages: [{ value: 'after' }] });
     const result = await f.copy({ topic, partitions: [0], untilCaughtUp: true });
-    expect(result.partitions[0]).toMatchObject({ status: 'failed', nextOffset: 1n, error: { code: 'UNSUPPORTED_OFFSET_GAP', details: { offset: '1', reason: 'aborted transaction' } } });
+    expect(result.partitions[0]).toMatchObject({ status: 'caught-up', nextOffset: 4n });
+    // One gap [1, 3) (a filler and a marker), or — when the fetch saw the aborted record before its
+    // marker was stable — two of one offset each (two markers).
+    expect(result.stats).toMatchObject({ gapOffsets: 2 });
+    expect(result.stats.fillerRecords).toBe(2 - result.stats.gapsFilled);
+    expect(await f.verifyAll(topic, [0])).toMatchObject([{ equal: true, recordsCompared: 2 }]);
+    const raw = await fetchBatches(f.dest, topic, 0);
+    const atOne = raw.batches.find((b) => b.baseOffset === 1n)!;
+    expect(atOne.isTransactional).toBe(true);
+    if (!atOne.isControl) expect(decodeRecords(atOne).map((r) => [r.key?.toString('hex'), r.value])).toEqual([['', null]]);
+    const values = raw.batches.filter((b) => !b.isControl).flatMap((b) => decodeRecords(b).map((r) => r.value?.toString() ?? null));
+    expect(values).toEqual(atOne.isControl ? ['plain', 'after'] : ['plain', null, 'after']);
   });
 
-  it('a compacted source: the first offset compaction removed is named', async () => {
+  it('a compacted source: the offsets compaction removed at the log start are filled', async () => {
     const topic = await f.topicPair({
       configs: { 'cleanup.policy': 'compact', 'segment.ms': '100', 'min.cleanable.dirty.ratio': '0.001', 'min.compaction.lag.ms': '0', 'delete.retention.ms': '100' },
       destConfigs: { 'cleanup.policy': 'compact' },
@@ -257,20 +267,16 @@ describe('gaps are halted, never shifted', () => {
       .poll(
         async () => {
           await producer.send({ topic, messages: [{ key: 'roll', value: 'r' }] });
-          const [p] = await f.source.fetch({
-            leader: await f.source.leaderOf(topic, 0),
-            partitions: [{ topic, partition: 0, fetchOffset: 0n, maxBytes: 1 << 20 }],
-            maxWaitMs: 10,
-            maxBytes: 1 << 20,
-            isolationLevel: IsolationLevel.READ_COMMITTED,
-          });
-          return p!.batches[0]!.baseOffset > 0n || p!.batches[0]!.recordsCount === 0;
+          const p = await fetchBatches(f.source, topic, 0, { isolationLevel: IsolationLevel.READ_COMMITTED });
+          return p.batches[0]!.baseOffset > 0n || p.batches[0]!.recordsCount === 0;
         },
         { timeout: 60_000, interval: 500 },
       )
       .toBe(true);
     const result = await f.copy({ topic, partitions: [0], untilCaughtUp: true });
-    expect(result.partitions[0]).toMatchObject({ status: 'failed', nextOffset: 0n, error: { code: 'UNSUPPORTED_OFFSET_GAP', details: { offset: '0', reason: 'records removed by compaction' } } });
+    expect(result.partitions[0]!.status).toBe('caught-up');
+    expect(result.stats.gapsFilled).toBeGreaterThan(0);
+    expect(await f.verifyAll(topic, [0])).toMatchObject([{ equal: true }]);
   });
 });
 

@@ -1,6 +1,6 @@
 // The oracle the tests and the demo trust (kafka/verify.ts) catches every kind of difference: a
 // changed key, value, header or timestamp, a missing and an extra record, a destination starting
-// above the source; and its read_committed view keeps a producer's committed transaction that
+// above the source, a source-aborted record's data in the destination's aborted transactions; and its read_committed view keeps a producer's committed transaction that
 // follows one of its aborted ones.
 import { beforeEach, describe, expect, it } from 'vitest';
 import type { Message } from 'kafkajs';
@@ -55,6 +55,28 @@ describe('verifyPartition', () => {
   it('catches an extra record (the destination is longer than the source)', async () => {
     const topic = await pair((m) => [...m, { key: 'extra', value: 'x', timestamp: String(base + 10) }]);
     expect(await verifyPartition(f.source, f.dest, topic, 0)).toMatchObject({ equal: false, recordsCompared: 10, firstMismatch: { field: 'missing-on-source', offset: '10' } });
+  });
+
+  it('catches a record the source aborted written into a destination transaction (aborted there too)', async () => {
+    // Both logs: an aborted transaction of one record, its marker, a plain record. Equal for
+    // read_committed consumers — but a read_uncommitted consumer of the destination would see the
+    // aborted record's data, which a mirror must never write (gap fillers only).
+    const topic = await f.topicPair();
+    for (const kafka of [f.sourceKafka, f.destKafka]) {
+      const txn = kafka.producer({ transactionalId: randomName('txn'), idempotent: true, maxInFlightRequests: 1 });
+      await txn.connect();
+      const t = await txn.transaction();
+      await t.send({ topic, messages: [{ key: 'k', value: 'aborted-data', timestamp: String(base) }] });
+      await t.abort();
+      await txn.disconnect();
+    }
+    await new Promise((r) => setTimeout(r, 500)); // the markers are written after abort() returns
+    const plain = [{ key: 'p', value: 'plain', timestamp: String(base + 1) }];
+    const [src, dst] = [f.sourceKafka.producer(), f.destKafka.producer()];
+    await Promise.all([src.connect(), dst.connect()]);
+    await Promise.all([src.send({ topic, messages: plain }), dst.send({ topic, messages: plain })]);
+    await Promise.all([src.disconnect(), dst.disconnect()]);
+    expect(await verifyPartition(f.source, f.dest, topic, 0)).toMatchObject({ equal: false, firstMismatch: { field: 'aborted-data-on-destination', offset: '0' } });
   });
 
   it('catches a destination that starts above the source', async () => {

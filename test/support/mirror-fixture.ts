@@ -4,7 +4,7 @@ import { afterAll, beforeAll } from 'vitest';
 import type { Admin, Kafka, Message, Producer } from 'kafkajs';
 import { createTopicsAndWait, deleteTopicsAndWait } from '../../kafka/admin.ts';
 import { createKafka } from '../../kafka/connection.ts';
-import { RawCluster } from '../../kafka/protocol.ts';
+import { IsolationLevel, RawCluster, type FetchedPartition } from '../../kafka/protocol.ts';
 import { ByteBudget } from '../../kafka/budget.ts';
 import { copy, type CopyRequest, type CopyResult } from '../../kafka/copier.ts';
 import { verifyPartition, type PartitionVerification } from '../../kafka/verify.ts';
@@ -149,6 +149,21 @@ export async function sendAll(producer: Producer, topic: string, all: readonly M
       }
     }
   }
+}
+
+/** One raw fetch of a partition from `from` (default 0) at its leader, without waiting: the
+ *  batches as the log holds them (read_uncommitted unless told). */
+export async function fetchBatches(cluster: RawCluster, topic: string, partition: number, opts: { from?: bigint; isolationLevel?: number; maxBytes?: number } = {}): Promise<FetchedPartition> {
+  const maxBytes = opts.maxBytes ?? 16 * 1024 * 1024;
+  const [fetched] = await cluster.fetch({
+    leader: await cluster.leaderOf(topic, partition),
+    partitions: [{ topic, partition, fetchOffset: opts.from ?? 0n, maxBytes }],
+    maxWaitMs: 0,
+    maxBytes,
+    isolationLevel: opts.isolationLevel ?? IsolationLevel.READ_UNCOMMITTED,
+  });
+  if (fetched === undefined) throw new Error(`no fetch answer for ${topic}-${partition}`);
+  return fetched;
 }
 
 /** Partition numbers 0..n-1. */
