@@ -1,7 +1,8 @@
 import { defineConfig } from 'vitest/config';
 
 // Three tiers (STYLE.md 16): unit = pure logic, no I/O; int = one real system (Kafka, Postgres or
-// Temporal from the local stack); e2e = the whole product through the CLI/worker.
+// Temporal from the local stack); e2e = the whole product through the CLI/worker; drill = failures
+// that need a 3-broker destination.
 export default defineConfig({
   test: {
     projects: [
@@ -13,6 +14,16 @@ export default defineConfig({
           testTimeout: 120_000,
           hookTimeout: 120_000,
           // The brokers and Postgres are shared; two cores: keep files from starving each other.
+          fileParallelism: false,
+        },
+      },
+      {
+        // Drills need a stack of another shape (a 3-broker destination): scripts/drill.sh.
+        test: {
+          name: 'drill',
+          include: ['test/**/*.drill.test.ts'],
+          testTimeout: 300_000,
+          hookTimeout: 300_000,
           fileParallelism: false,
         },
       },

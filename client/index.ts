@@ -3,7 +3,7 @@
 // turn its failure back into the KmirrorError the operation failed with.
 import { createHash } from 'node:crypto';
 import { Client, Connection, WorkflowFailedError, type WorkflowHandle, type WorkflowHandleWithFirstExecutionRunId } from '@temporalio/client';
-import { ApplicationFailure, TypedSearchAttributes } from '@temporalio/common';
+import { ApplicationFailure, TypedSearchAttributes, defaultPayloadConverter, type Payload } from '@temporalio/common';
 import type { Config } from '../config.ts';
 import { ErrorCodes, KmirrorError, type ErrorCode } from '../domain/errors.ts';
 import type { CreateMirrorInput, CreateMirrorResult } from '../workflows/create-mirror.ts';
@@ -122,15 +122,36 @@ export async function startOperation<O extends Operation>(temporal: TemporalClie
 }
 
 /** Wait for the result, calling onProgress with the workflow's progress every `everyMs`. */
+/** An activity an operation is waiting on, with its last heartbeat (what a long wait waits for:
+ *  the ISR wait heartbeats the partitions and brokers it lacks). */
+export interface PendingActivity {
+  readonly activity: string;
+  readonly attempt: number;
+  readonly details: unknown;
+}
+
+/** The pending activities of a workflow execution, heartbeat details decoded. */
+export async function pendingActivities(handle: WorkflowHandle): Promise<PendingActivity[]> {
+  const { raw } = await handle.describe();
+  return (raw.pendingActivities ?? []).map((a) => {
+    const payload = a.heartbeatDetails?.payloads?.[0];
+    return { activity: a.activityType?.name ?? 'unknown', attempt: a.attempt ?? 0, details: payload ? defaultPayloadConverter.fromPayload(payload as Payload) : undefined };
+  });
+}
+
+/** An operation's progress, and what it is waiting on. */
+export type OperationProgressView = OperationProgress & { readonly pending: readonly PendingActivity[] };
+
 export async function awaitOperation<O extends Operation>(
   handle: WorkflowHandle,
-  options: { readonly onProgress?: (progress: OperationProgress) => void; readonly everyMs?: number } = {},
+  options: { readonly onProgress?: (progress: OperationProgressView) => void; readonly everyMs?: number } = {},
 ): Promise<OperationResults[O]> {
   let finished = false;
   const polling = (async () => {
     while (!finished && options.onProgress !== undefined) {
       try {
-        options.onProgress(await handle.query(progressQuery, { summary: true }));
+        const [progress, pending] = await Promise.all([handle.query(progressQuery, { summary: true }), pendingActivities(handle).catch(() => [])]);
+        options.onProgress({ ...progress, pending });
       } catch {
         // not started yet, or finished meanwhile: the next round (or the result) tells
       }

@@ -76,15 +76,21 @@ async function up(opts: { destNodes?: number; quiet?: boolean; only?: Part[] }):
   if (!opts.quiet) process.stdout.write(`${formatEnv(env)}\n`);
 }
 
-async function down(opts: { wipe?: boolean }): Promise<void> {
+async function down(opts: { wipe?: boolean; only?: Part[] }): Promise<void> {
+  if (opts.wipe && opts.only) throw new InvalidArgumentError('--wipe stops and deletes everything: it takes no --only');
+  const chosen = new Set<Part>(opts.only ?? parts);
   const stopped: string[] = [];
   // The worker first: it holds connections to every other part.
-  if (await stopWorker()) stopped.push('worker');
-  const [temporal, source, dest] = await Promise.all([stopTemporal(), stopCluster('source'), stopCluster('dest')]);
+  if (opts.only === undefined && (await stopWorker())) stopped.push('worker');
+  const [temporal, source, dest] = await Promise.all([
+    chosen.has('temporal') ? stopTemporal() : false,
+    chosen.has('source') ? stopCluster('source') : 0,
+    chosen.has('dest') ? stopCluster('dest') : 0,
+  ]);
   if (temporal) stopped.push('temporal');
   if (source) stopped.push(`kafka source (${source} node)`);
   if (dest) stopped.push(`kafka dest (${dest} node${dest === 1 ? '' : 's'})`);
-  if (stopPostgres()) stopped.push('postgres');
+  if (chosen.has('postgres') && stopPostgres()) stopped.push('postgres');
   process.stderr.write(stopped.length ? `stopped: ${stopped.join(', ')}\n` : 'nothing was running\n');
   if (opts.wipe) {
     wipePostgres();
@@ -127,6 +133,7 @@ program
   .command('down')
   .description('stop exactly the processes `up` started (by pid); data is kept unless --wipe')
   .option('--wipe', 'also delete all stack data, logs and generated credentials')
+  .option('--only <parts>', `comma-separated subset of: ${parts.join(', ')} (the worker is stopped only without it)`, parseParts)
   .action(down);
 program
   .command('status')

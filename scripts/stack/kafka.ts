@@ -358,6 +358,14 @@ export async function stopCluster(cluster: ClusterName): Promise<number> {
   return stopped;
 }
 
+/** Stop one node (SIGTERM: a controlled shutdown) — for drills that take a broker away. Restart it
+ *  with startCluster, which starts the nodes that are not running. */
+export async function stopNode(cluster: ClusterName, nodeId: number): Promise<boolean> {
+  const node = nodesOf(cluster, cluster === 'source' ? 1 : MAX_DEST_NODES).find((n) => n.id === nodeId);
+  if (node === undefined) throw prerequisite(`kafka ${cluster} has no node ${nodeId}`);
+  return stopDaemon(pidFile(node), 30_000);
+}
+
 export function wipeKafka(): void {
   if (!existsSync(kafkaDir)) return;
   for (const entry of readdirSync(kafkaDir)) rmSync(join(kafkaDir, entry), { recursive: true, force: true });

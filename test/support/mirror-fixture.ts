@@ -26,7 +26,7 @@ export interface MirrorFixture {
   readonly databaseUrl: string;
   producer(): Promise<Producer>;
   /** Create `topic` on both clusters (same partitions; configs on the source, destConfigs on the destination). */
-  topicPair(opts?: { partitions?: number; configs?: Record<string, string>; destConfigs?: Record<string, string> }): Promise<string>;
+  topicPair(opts?: { partitions?: number; configs?: Record<string, string>; destConfigs?: Record<string, string>; destReplicationFactor?: number }): Promise<string>;
   lease(topic: string, partitions: readonly number[], opts?: { owner?: string; ttlMs?: number; graceMs?: number }): PartitionLease;
   /** copy() on one topic with test defaults: a produce timeout of 2 s under a lease grace of 2.5 s. */
   copy(
@@ -73,9 +73,9 @@ export async function mirrorFixture(): Promise<MirrorFixture> {
     async topicPair(opts = {}) {
       const topic = randomName('mirror');
       topics.push(topic);
-      const spec = (configs: Record<string, string> | undefined) => ({ topic, partitions: opts.partitions ?? 1, replicationFactor: 1, configs: configs ?? {} });
+      const spec = (configs: Record<string, string> | undefined, replicationFactor = 1) => ({ topic, partitions: opts.partitions ?? 1, replicationFactor, configs: configs ?? {} });
       await createTopicsAndWait(sourceAdmin, [spec(opts.configs)]);
-      await createTopicsAndWait(destAdmin, [spec(opts.destConfigs ?? opts.configs)]);
+      await createTopicsAndWait(destAdmin, [spec(opts.destConfigs ?? opts.configs, opts.destReplicationFactor)]);
       return topic;
     },
     lease(topic, partitions, opts = {}) {
