@@ -105,6 +105,23 @@ export function createDataPlaneActivities(deps: DataPlaneDeps) {
         graceMs: config.leaseGraceMs,
       }),
       options: { produceTimeoutMs: config.produceTimeoutMs },
+      onRecordsLost: lossRecorder(input.mirror),
+    };
+  }
+
+  /** Records the losses the copier found (RecordRecordsLost) as the workflow that runs the copy,
+   *  before it moves the destination past them; a failed record is logged, the copy goes on. */
+  function lossRecorder(mirror: string): NonNullable<CopyRequest['onRecordsLost']> {
+    const ctx = Context.current();
+    const { workflowId, runId } = ctx.info.workflowExecution ?? {};
+    return async (losses) => {
+      const total = losses.reduce((n, l) => n + (l.to - l.from), 0n);
+      ctx.log.warn('records lost to source retention before they were mirrored', { mirror, partitions: losses.length, records: total.toString() });
+      try {
+        await executeMirrorCommand(db, { type: 'RecordRecordsLost', mirror, losses }, { actor: 'kmirror', ...(workflowId === undefined ? {} : { workflowId, runId }) });
+      } catch (err) {
+        ctx.log.warn('recording records lost to retention failed', { mirror, error: (err as Error).message });
+      }
     };
   }
 

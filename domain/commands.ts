@@ -99,6 +99,13 @@ export interface RecordLastMirrored {
   readonly skipRefused?: boolean;
 }
 
+/** The copier found records the source's retention removed before they were mirrored. */
+export interface RecordRecordsLost {
+  readonly type: 'RecordRecordsLost';
+  readonly mirror: string;
+  readonly losses: readonly { readonly topic: string; readonly partition: number; readonly from: bigint; readonly to: bigint }[];
+}
+
 export interface DeleteMirror {
   readonly type: 'DeleteMirror';
   readonly mirror: string;
@@ -125,5 +132,6 @@ export type MirrorCommand =
   | FailPartitions
   | RetryPartitions
   | RecordLastMirrored
+  | RecordRecordsLost
   | DeleteMirror
   | CompleteMirrorDeletion;

@@ -71,6 +71,9 @@ export type PartitionPositionRecorded = Event<
   'PartitionPositionRecorded',
   PartitionRef & { readonly offset: string; readonly leaderEpoch: number; readonly checksum: string }
 >;
+/** Records the source's retention removed before they were mirrored, [from, to): the copier moved
+ *  the destination past them (DESIGN §5, invariant 7) — never a silent skip. */
+export type PartitionRecordsLost = Event<'PartitionRecordsLost', PartitionRef & { readonly from: string; readonly to: string }>;
 export type MirrorDeletionStarted = Event<'MirrorDeletionStarted', { readonly mirror: string }>;
 export type MirrorDeleted = Event<'MirrorDeleted', { readonly mirror: string }>;
 
@@ -94,6 +97,7 @@ export type MirrorEvent =
   | IsrWaitOverridden
   | MirrorGroupFilterChanged
   | FailbackTopicPrepared
+  | PartitionRecordsLost
   | PartitionLifecycleEvent
   | MirrorDeletionStarted
   | MirrorDeleted;

@@ -59,6 +59,8 @@ export function topicsNeeded(command: MirrorCommand): readonly string[] | 'all' 
       return [command.failback.topic];
     case 'RecordLastMirrored':
       return [...new Set(command.positions.map((p) => p.topic))];
+    case 'RecordRecordsLost':
+      return [...new Set(command.losses.map((p) => p.topic))];
     default:
       return command.partitions === 'all' ? 'all' : [...new Set(command.partitions.map((p) => p.topic))];
   }
@@ -138,6 +140,14 @@ export function decide(command: MirrorCommand, state: Mirror): MirrorEvent[] {
     }
     case 'RecordLastMirrored':
       return decideRecord(command, state);
+    case 'RecordRecordsLost': {
+      requireMirror(state);
+      return command.losses.map(({ topic, partition, from, to }) => {
+        partitionOf(state, topic, partition);
+        if (from < 0n || to <= from) throw new KmirrorError('INVALID_ARGUMENT', `records lost in ${partitionName(topic, partition)}: [${from}, ${to}) is not a range of offsets`);
+        return { type: 'PartitionRecordsLost' as const, data: { topic, partition, from: from.toString(), to: to.toString() } };
+      });
+    }
     case 'DeleteMirror':
       return decideDelete(state);
     case 'CompleteMirrorDeletion':
@@ -340,7 +350,19 @@ function select(state: Mirror, selection: PartitionSelection): Selected[] {
 
 type PartitionCommand = Exclude<
   MirrorCommand,
-  { type: 'CreateMirror' | 'StartTopics' | 'GrowTopic' | 'OverrideIsrWait' | 'SetGroupFilter' | 'RecordFailback' | 'RecordLastMirrored' | 'DeleteMirror' | 'CompleteMirrorDeletion' }
+  {
+    type:
+      | 'CreateMirror'
+      | 'StartTopics'
+      | 'GrowTopic'
+      | 'OverrideIsrWait'
+      | 'SetGroupFilter'
+      | 'RecordFailback'
+      | 'RecordLastMirrored'
+      | 'RecordRecordsLost'
+      | 'DeleteMirror'
+      | 'CompleteMirrorDeletion';
+  }
 >;
 
 function partitionEventBuilder(command: PartitionCommand): (target: PartitionRef) => PartitionLifecycleEvent {
@@ -445,6 +467,7 @@ const verbs: Record<MirrorCommand['type'], string> = {
   FailPartitions: 'mark failed',
   RetryPartitions: 'retry',
   RecordLastMirrored: 'record the last mirrored position',
+  RecordRecordsLost: 'record records lost to retention',
   DeleteMirror: 'delete',
   CompleteMirrorDeletion: 'complete the deletion',
 };
@@ -518,7 +541,8 @@ export function fold(state: Mirror, events: Iterable<MirrorEvent>): Mirror {
         break;
       case 'FailbackTopicPrepared':
       case 'IsrWaitOverridden':
-        // A record of an operator's decision: no state changes (the waiting activity reads it).
+      case 'PartitionRecordsLost':
+        // A record of a decision or a fact: no state changes (the waiting activity and describe read it).
         if (current.state === null || current.state === 'deleted') throw historyInvalid(current, event, 'mirror is not created');
         break;
       case 'MirrorTopicFilterChanged':

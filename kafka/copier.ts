@@ -153,6 +153,9 @@ export interface CopyRequest {
   /** Hand over advanced positions at most every `everyMs` and once at the end. `record` must not
    *  throw: reporting its own failures is its job (the copy goes on regardless). */
   readonly positions?: { readonly everyMs: number; record(positions: readonly MirroredPosition[]): Promise<void> };
+  /** Told, before the destination is moved past them, of records the source's retention removed
+   *  before they were mirrored. Must not throw (reporting its own failures is its job). */
+  readonly onRecordsLost?: (losses: readonly ({ readonly topic: string; readonly partition: number } & SkippedRange)[]) => Promise<void>;
   readonly options?: Partial<CopyOptions>;
 }
 
@@ -522,6 +525,8 @@ class Copier {
     }
     await this.finishAlignments(alignmentChecks);
     await this.checkBoundaries(boundaryChecks);
+    const losses = toAlign.flatMap((s) => (s.skipped ? [{ topic: s.topic, partition: s.partition, ...s.skipped }] : []));
+    if (losses.length > 0) await this.req.onRecordsLost?.(losses);
     if (toAlign.length > 0) await this.align(toAlign, new Map(toAlign.map((s) => [s.key, offsets.get(s.key)!.srcStart])));
     this.report();
   }

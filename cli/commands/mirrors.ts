@@ -24,6 +24,8 @@ export interface DescribedPartition {
   readonly lag: string | null;
   readonly lastMirroredOffset: string | null;
   readonly retryAttempt: number;
+  /** Records the source's retention removed before they were mirrored (decimal string). */
+  readonly recordsLost: string;
   readonly error: { readonly code: string; readonly message: string } | null;
 }
 
@@ -79,6 +81,7 @@ export async function describeLive(ctx: CliContext, mirror: string, options: { f
         lag: s !== undefined && dst !== undefined ? (s > dst ? s - dst : 0n).toString() : null,
         lastMirroredOffset: p.lastMirrored?.offset ?? null,
         retryAttempt: p.retryAttempt,
+        recordsLost: p.recordsLost,
         error: p.error,
       };
     }),
@@ -98,9 +101,15 @@ export async function describeLive(ctx: CliContext, mirror: string, options: { f
 function printDescribed(ctx: CliContext, d: DescribedMirror): void {
   const states = new Map<string, number>();
   let lag = 0n;
+  let lost = 0n;
+  let losing = 0;
   for (const p of d.partitions) {
     states.set(p.state, (states.get(p.state) ?? 0) + 1);
     if (p.lag !== null) lag += BigInt(p.lag);
+    if (p.recordsLost !== '0') {
+      lost += BigInt(p.recordsLost);
+      losing++;
+    }
   }
   const reach = (r: ClusterReach) => (r.reachable ? r.cluster : `${r.cluster} (NOT REACHABLE: ${r.error?.code} ${r.error?.message})`);
   ctx.print(
@@ -109,6 +118,7 @@ function printDescribed(ctx: CliContext, d: DescribedMirror): void {
       `  include: ${d.include.join(' ') || '-'}   exclude: ${d.exclude.join(' ') || '-'}`,
       `  partitions: ${[...states].map(([s, n]) => `${n} ${s}`).join(', ') || 'none'}`,
       `  lag: ${lag.toLocaleString('en-US')} records${d.clusters.source.reachable && d.clusters.destination.reachable ? '' : ' (where both ends are known)'}`,
+      ...(lost > 0n ? [`  LOST to source retention before they were mirrored: ${lost.toLocaleString('en-US')} records in ${losing} partition(s) (\`kmirror history ${d.name}\` shows each range)`] : []),
       '',
     ].join('\n'),
   );

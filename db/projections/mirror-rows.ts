@@ -148,6 +148,7 @@ export function collectMirrorChanges(changes: MirrorChanges, event: MirrorEvent,
     case 'IsrWaitOverridden':
     case 'MirrorGroupFilterChanged':
     case 'FailbackTopicPrepared':
+    case 'PartitionRecordsLost':
       return;
   }
 }

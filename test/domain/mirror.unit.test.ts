@@ -228,6 +228,25 @@ describe('RecordLastMirrored', () => {
     given(created, ordersAdded).when(record(1n)).thenFails('INVALID_CLUSTER_MIRROR_STATES', /orders-0 is LOG_TRUNCATION/));
 });
 
+describe('RecordRecordsLost', () => {
+  const lost = (partition: number, from: bigint, to: bigint): MirrorCommand => ({ type: 'RecordRecordsLost', mirror: M, losses: [{ topic: 'orders', partition, from, to }] });
+
+  it('records the range retention removed, in any partition state, and changes no state', () => {
+    const paused = [...mirroring, ...each('PartitionPauseRequested'), ...each('PartitionPaused')];
+    given(...paused)
+      .when(lost(2, 1_200n, 1_500n))
+      .then([{ type: 'PartitionRecordsLost', data: { topic: 'orders', partition: 2, from: '1200', to: '1500' } }]);
+    const before = fold(initialMirror(M), paused);
+    expect(fold(before, decide(lost(2, 1_200n, 1_500n), before))).toEqual(before);
+  });
+
+  it('refuses an empty or negative range and an unknown partition', () => {
+    given(...mirroring).when(lost(0, 5n, 5n)).thenFails('INVALID_ARGUMENT', /\[5, 5\) is not a range/);
+    given(...mirroring).when(lost(0, -1n, 5n)).thenFails('INVALID_ARGUMENT');
+    given(...mirroring).when(lost(7, 0n, 5n)).thenFails('TOPIC_NOT_IN_CLUSTER_MIRROR', /orders-7 is not in mirror/);
+  });
+});
+
 describe('DeleteMirror', () => {
   const stopped = [...mirroring, ...each('PartitionStopRequested', 'orders', 3, { mode: 'failover' }), ...each('PartitionStopped')];
 

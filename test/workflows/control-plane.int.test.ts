@@ -4,6 +4,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { OperationInputs } from '../../client/index.ts';
 import { readStream } from '../../db/event-store/read-stream.ts';
+import { describeMirror } from '../../db/projections/describe-mirror.ts';
 import { mirrorStreamId } from '../../domain/events.ts';
 import { verifyPartition } from '../../kafka/verify.ts';
 import { createKafka } from '../../kafka/connection.ts';
@@ -72,6 +73,30 @@ describe('a mirror from the first request to copying', () => {
     await expect.poll(() => ends('dest', topic, 3), { timeout: 30_000 }).toEqual(await ends('source', topic, 3));
     for (const p of [0, 1, 2]) expect(await verifyPartition(t.source, t.dest, topic, p)).toMatchObject({ equal: true, recordsCompared: 1_200 });
     await producer.disconnect();
+  });
+
+  it('retention overtaking a paused partition: the lost range is an event and describe counts it; the rest mirrors', async () => {
+    const lossMirror = randomName('loss');
+    const lossTopic = await t.sourceTopic({ partitions: 2 });
+    const producer = t.sourceKafka.producer({ idempotent: true, maxInFlightRequests: 1 });
+    await producer.connect();
+    await sendAll(producer, lossTopic, messages(200, 2));
+    await run('createMirror', { mirror: lossMirror, sourceCluster: 'src', destinationCluster: 'dst' });
+    await run('startTopics', { mirror: lossMirror, topics: [lossTopic] });
+    await expect.poll(() => ends('dest', lossTopic, 2), { timeout: 30_000 }).toEqual([100n, 100n]);
+    await run('pauseTopics', { mirror: lossMirror, allTopics: true });
+    await sendAll(producer, lossTopic, messages(200, 2, { from: 200 }));
+    await producer.disconnect();
+    // Retention (DeleteRecords stands in for it) removes partition 0's unmirrored records 100-169.
+    await t.source.deleteRecords(lossTopic, new Map([[0, 170n]]));
+    await run('resumeTopics', { mirror: lossMirror, allTopics: true });
+    await expect.poll(() => ends('dest', lossTopic, 2), { timeout: 30_000 }).toEqual([200n, 200n]);
+    const lost = (await readStream(t.db, mirrorStreamId(lossMirror))).filter((e) => e.type === 'PartitionRecordsLost');
+    expect(lost.map((e) => e.data)).toEqual([{ topic: lossTopic, partition: 0, from: '100', to: '170' }]);
+    expect(lost[0]!.metadata).toMatchObject({ actor: 'kmirror', workflowId: `mirror:${lossMirror}` });
+    const described = await describeMirror(t.db, lossMirror);
+    expect(described.topics[0]!.partitions.map((p) => p.recordsLost)).toEqual(['70', '0']);
+    for (const p of [0, 1]) expect(await verifyPartition(t.source, t.dest, lossTopic, p)).toMatchObject({ equal: true });
   });
 
   it('bad requests fail with their code and append nothing', async () => {
