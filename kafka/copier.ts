@@ -467,20 +467,10 @@ class Copier {
       await this.filler.abortOpen(open);
       this.stats.openFillsAborted += open.length;
     }
-    let destEnd = await stableEnds(destination, byTopic);
-    // A fill with no filler written yet (a gap of one offset: only its marker) leaves no open data,
-    // yet its marker may still land — at the destination's end E, whose source offset is then one
-    // the source skips. Where the source skips E, abort such a fill before trusting E.
-    const unsure = active.filter((s) => destEnd.get(s.key)! < offsets.get(s.key)!.srcEnd && destEnd.get(s.key)! >= offsets.get(s.key)!.srcStart);
-    if (unsure.length > 0) {
-      const atEnd = await recordsAt(source, unsure.map((s) => ({ topic: s.topic, partition: s.partition, offset: destEnd.get(s.key)! })));
-      const skippedAtEnd = unsure.filter((s) => atEnd.get(s.key)?.kind !== 'data');
-      if (skippedAtEnd.length > 0) {
-        await this.filler.abortOpen(skippedAtEnd);
-        this.stats.openFillsAborted += skippedAtEnd.length;
-        destEnd = await stableEnds(destination, byTopic);
-      }
-    }
+    // (A fill with no filler written yet — only its marker to come — leaves nothing open to see
+    // here; its marker lands at the end E, inside the gap at E. The gap filler aborts it before it
+    // fills that gap, and resyncs: GapFiller.fill.)
+    const destEnd = await stableEnds(destination, byTopic);
     for (const { topic, partition, lastStable } of await openTransactions(destination, byTopic)) {
       const state = active.find((s) => s.topic === topic && s.partition === partition)!;
       this.fail(

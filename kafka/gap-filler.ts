@@ -11,8 +11,10 @@
 //    gap only after everything before it is acknowledged, and writes nothing after it until the
 //    marker is in the log). So a transaction cut short — a crash, a lost lease, a failed request —
 //    ends right after its last filler, inside the run, whoever aborts it: the coordinator's timeout,
-//    or the next owner, whose InitProducerId with the same transactional id aborts and fences it
-//    (`abortOpen`, called by the copier's resync before it reads the destination's end).
+//    or the next owner, whose InitProducerId with the same transactional id aborts and fences it:
+//    `abortOpen`, called by the copier's resync for partitions with open data before it reads the
+//    destination's end, and `fill`, whose first InitProducerId for a partition may abort a fill
+//    that had no filler yet (its marker then lands at the gap's start: it resyncs).
 //  - Each destination partition has its own transactional id, `kmirror-fill.<topic>.<partition>`
 //    (ACL: WRITE and DESCRIBE on the TransactionalId prefix `kmirror-fill.`), so partitions fill
 //    concurrently and one owner fences the previous one.
@@ -85,6 +87,17 @@ export class GapFiller {
       this.options.assertLease();
       entry = { producer: await this.destination.initTransactions(id, this.options.transactionTimeoutMs), sequence: 0 };
       this.producers.set(id, entry);
+      // InitProducerId aborted whatever fill of this partition an earlier owner left open; one
+      // with no filler yet had its marker to come, which has now landed at `from`: start over.
+      const end = (await this.destination.listOffsets(topic, [partition], 'latest')).get(partition)!;
+      if (end !== from) {
+        throw new KmirrorError('OFFSET_DIVERGENCE', `destination ${topic}-${partition} ends at ${end}, not at its gap ${from}: a fill an earlier owner left open was aborted there; resyncing`, {
+          topic,
+          partition,
+          expected: from.toString(),
+          got: end.toString(),
+        }, { retryable: true });
+      }
     }
     const { producer } = entry;
     try {
