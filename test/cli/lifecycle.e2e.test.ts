@@ -274,6 +274,7 @@ describe('kmirror lifecycle', () => {
         // The recorded position is the offset after the last mirrored record.
         lastMirroredOffset: ends[partition],
         retryAttempt: 0,
+        recordsLost: '0',
         error: null,
       })),
     );
