@@ -8,6 +8,7 @@ import type { DataPlaneConfig } from '../config.ts';
 import type { Db } from '../db/database.ts';
 import { createPartitionLease } from '../db/leases.ts';
 import { executeMirrorCommand } from '../db/mirror-store.ts';
+import type { MirrorCommand } from '../domain/commands.ts';
 import type { KmirrorError } from '../domain/errors.ts';
 import type { ByteBudget } from '../kafka/budget.ts';
 import { align, boundaryChecksum, copy, partitionKey, recordsAt, type CopyRequest, type CopyResult, type MirroredPosition, type TopicPartitions } from '../kafka/copier.ts';
@@ -109,35 +110,37 @@ export function createDataPlaneActivities(deps: DataPlaneDeps) {
     };
   }
 
-  /** Records the losses the copier found (RecordRecordsLost) as the workflow that runs the copy,
-   *  before it moves the destination past them; a failed record is logged, the copy goes on. */
-  function lossRecorder(mirror: string): NonNullable<CopyRequest['onRecordsLost']> {
+  /** Runs a mirror command from inside this copy activity, as the workflow that runs it (actor
+   *  kmirror). The destination log stays the checkpoint, so a failed command is logged as `failed`
+   *  and the copy goes on. */
+  function commandRecorder(failed: string): (command: MirrorCommand) => Promise<void> {
     const ctx = Context.current();
     const { workflowId, runId } = ctx.info.workflowExecution ?? {};
-    return async (losses) => {
-      const total = losses.reduce((n, l) => n + (l.to - l.from), 0n);
-      ctx.log.warn('records lost to source retention before they were mirrored', { mirror, partitions: losses.length, records: total.toString() });
+    return async (command) => {
       try {
-        await executeMirrorCommand(db, { type: 'RecordRecordsLost', mirror, losses }, { actor: 'kmirror', ...(workflowId === undefined ? {} : { workflowId, runId }) });
+        await executeMirrorCommand(db, command, { actor: 'kmirror', ...(workflowId === undefined ? {} : { workflowId, runId }) });
       } catch (err) {
-        ctx.log.warn('recording records lost to retention failed', { mirror, error: (err as Error).message });
+        ctx.log.warn(failed, { mirror: command.mirror, error: (err as Error).message });
       }
     };
   }
 
-  /** Records a copy's positions in the event log (RecordLastMirrored, skipRefused) as the workflow
-   *  that runs the copy. Positions are the last mirrored offsets for describe and failback; the
-   *  destination log stays the checkpoint, so a failed record is reported and the copy goes on. */
-  function positionRecorder(mirror: string): (positions: readonly MirroredPosition[]) => Promise<void> {
-    const ctx = Context.current();
-    const { workflowId, runId } = ctx.info.workflowExecution ?? {};
-    return async (positions) => {
-      try {
-        await executeMirrorCommand(db, { type: 'RecordLastMirrored', mirror, positions, skipRefused: true }, { actor: 'kmirror', ...(workflowId === undefined ? {} : { workflowId, runId }) });
-      } catch (err) {
-        ctx.log.warn('recording last mirrored positions failed', { mirror, error: (err as Error).message });
-      }
+  /** Records the losses the copier found (RecordRecordsLost), before it moves the destination past them. */
+  function lossRecorder(mirror: string): NonNullable<CopyRequest['onRecordsLost']> {
+    const record = commandRecorder('recording records lost to retention failed');
+    const { log } = Context.current();
+    return async (losses) => {
+      const total = losses.reduce((n, l) => n + (l.to - l.from), 0n);
+      log.warn('records lost to source retention before they were mirrored', { mirror, partitions: losses.length, records: total.toString() });
+      await record({ type: 'RecordRecordsLost', mirror, losses });
     };
+  }
+
+  /** Records a copy's positions (RecordLastMirrored, skipRefused): the last mirrored offsets for
+   *  describe and failback. */
+  function positionRecorder(mirror: string): (positions: readonly MirroredPosition[]) => Promise<void> {
+    const record = commandRecorder('recording last mirrored positions failed');
+    return async (positions) => record({ type: 'RecordLastMirrored', mirror, positions, skipRefused: true });
   }
 
   /** Heartbeat every third of the heartbeat timeout while `work` runs; abort on cancellation. */

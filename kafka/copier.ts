@@ -471,10 +471,11 @@ class Copier {
     // here; its marker lands at the end E, inside the gap at E. The gap filler aborts it before it
     // fills that gap, and resyncs: GapFiller.fill.)
     const destEnd = await stableEnds(destination, byTopic);
-    for (const { topic, partition, lastStable } of await openTransactions(destination, byTopic)) {
-      const state = active.find((s) => s.topic === topic && s.partition === partition)!;
+    // Still open after that: a transaction kmirror did not start.
+    const stillOpen = open.length === 0 ? [] : await openTransactions(destination, groupBy(open, (o) => o.topic));
+    for (const { topic, partition, lastStable } of stillOpen) {
       this.fail(
-        state,
+        active.find((s) => s.key === partitionKey(topic, partition))!,
         new KmirrorError('OFFSET_DIVERGENCE', `destination ${topic}-${partition} has a transaction open at offset ${lastStable} that kmirror did not start: something else writes to this mirror topic; halted`, {
           topic,
           partition,
@@ -940,7 +941,7 @@ export async function recordsAt(cluster: RawCluster, wanted: readonly { topic: s
 }
 
 /** Partitions with a transaction open on `cluster` (last stable offset below the high watermark). */
-async function openTransactions(cluster: RawCluster, byTopic: ReadonlyMap<string, readonly PartitionState[]>): Promise<{ topic: string; partition: number; lastStable: bigint }[]> {
+async function openTransactions(cluster: RawCluster, byTopic: ReadonlyMap<string, readonly { readonly partition: number }[]>): Promise<{ topic: string; partition: number; lastStable: bigint }[]> {
   const out: { topic: string; partition: number; lastStable: bigint }[] = [];
   await forEachLimit([...byTopic], RESYNC_CONCURRENCY, async ([topic, states]) => {
     const ps = states.map((s) => s.partition);

@@ -3,7 +3,6 @@
 // `describe` and `history`, and the failures an operator meets (each an exit code, the common
 // error format, and no event appended). Every command is a child process (`node --import tsx
 // cli/main.ts`) on this file's database and task queue; controlPlane() supplies both and the worker.
-import { createServer } from 'node:net';
 import type { Producer } from 'kafkajs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readVar } from '../../config.ts';
@@ -13,34 +12,14 @@ import { buildProgram } from '../../cli/program.ts';
 import { run } from '../support/child.ts';
 import { controlPlane, type ControlPlane } from '../support/control-plane.ts';
 import { allPartitions, messages, sendAll } from '../support/mirror-fixture.ts';
-import { randomName, stackConfigEnv, stackEnv } from '../support/stack.ts';
+import { closedPort, randomName, stackConfigEnv, stackEnv } from '../support/stack.ts';
+import type { DescribedMirror } from '../../cli/commands/mirrors.ts';
 
 interface CliRun {
   readonly args: readonly string[];
   readonly code: number | null;
   readonly stdout: string;
   readonly stderr: string;
-}
-
-interface DescribedJson {
-  readonly name: string;
-  readonly state: string;
-  readonly sourceCluster: string;
-  readonly destinationCluster: string;
-  readonly include: string[];
-  readonly exclude: string[];
-  readonly clusters: { readonly source: { reachable: boolean }; readonly destination: { reachable: boolean } };
-  readonly partitions: {
-    readonly topic: string;
-    readonly partition: number;
-    readonly state: string;
-    readonly sourceEndOffset: string | null;
-    readonly destinationEndOffset: string | null;
-    readonly lag: string | null;
-    readonly lastMirroredOffset: string | null;
-    readonly retryAttempt: number;
-    readonly error: unknown;
-  }[];
 }
 
 interface HistoryJson {
@@ -159,14 +138,14 @@ async function destinationCaughtUp(): Promise<void> {
 
 /** `describe --json` until every partition of `topic` has lag 0 at the source end `produced` and
  *  its position recorded there (the runner records positions shortly after it writes). */
-async function caughtUp(): Promise<DescribedJson> {
+async function caughtUp(): Promise<DescribedMirror> {
   await destinationCaughtUp();
   const want = endsAfter(produced);
   const deadline = Date.now() + 30_000;
   for (;;) {
-    const d = await kmirrorJson<DescribedJson>('describe', mirror);
+    const d = await kmirrorJson<DescribedMirror>('describe', mirror);
     const mine = d.partitions.filter((p) => p.topic === topic);
-    const done = (p: DescribedJson['partitions'][number], i: number) =>
+    const done = (p: DescribedMirror['partitions'][number], i: number) =>
       p.lag === '0' && p.sourceEndOffset === want[i] && p.destinationEndOffset === want[i] && p.lastMirroredOffset === want[i];
     if (mine.length === PARTITIONS && mine.every(done)) return d;
     if (Date.now() > deadline) throw new Error(`not caught up within 30 s: ${JSON.stringify(mine)}`);
@@ -175,15 +154,6 @@ async function caughtUp(): Promise<DescribedJson> {
 }
 
 const eventCount = async (streamId: string): Promise<number> => (await readStream(t.db, streamId)).length;
-
-/** A loopback port with nothing listening on it. */
-async function closedPort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
 
 const escape = (s: string): string => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 
@@ -289,7 +259,7 @@ describe('kmirror lifecycle', () => {
     await produce(90);
     await new Promise((r) => setTimeout(r, 3_000));
     expect(await t.dest.listOffsets(topic, allPartitions(PARTITIONS), 'latest')).toEqual(held);
-    const whilePaused = await kmirrorJson<DescribedJson>('describe', mirror);
+    const whilePaused = await kmirrorJson<DescribedMirror>('describe', mirror);
     expect(whilePaused.partitions.map((p) => [p.state, p.sourceEndOffset, p.destinationEndOffset, p.lag])).toEqual(
       allPartitions(PARTITIONS).map((p) => ['PAUSED', endsAfter(produced)[p], String(held.get(p)), String(BigInt(endsAfter(produced)[p]!) - held.get(p)!)]),
     );

@@ -1,24 +1,15 @@
 // The `kmirror` binary as a user runs it: `npx kmirror …` from the checkout with the shell's PATH
 // (not npm's), and cli/bin.js started by an older Node, which must re-run itself on the project's.
 import { execFileSync } from 'node:child_process';
-import { createServer } from 'node:net';
 import { describe, expect, it } from 'vitest';
 import { run, userPath } from '../support/child.ts';
+import { closedPort } from '../support/stack.ts';
 
 /** The environment of a user's shell with nothing of kmirror's configuration in it. */
 function shellEnv(extra: Record<string, string> = {}): Record<string, string> {
   const env: Record<string, string> = { PATH: userPath(), HOME: process.env.HOME ?? '/root', KMIRROR_ENV_FILE: '/dev/null' };
   for (const name of ['TMPDIR', 'LANG', 'npm_config_cache']) if (process.env[name] !== undefined) env[name] = process.env[name]!;
   return { ...env, ...extra };
-}
-
-/** A loopback port with nothing listening on it. */
-async function closedPort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
 }
 
 /** A `node` on the user's PATH older than 24, if there is one (the machine's Node 20 here). */

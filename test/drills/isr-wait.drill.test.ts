@@ -10,8 +10,6 @@ import { isrStatus } from '../../kafka/mirror-topics.ts';
 import { formattedDestNodes, startCluster, stopNode } from '../../scripts/stack/kafka.ts';
 import { progressQuery } from '../../workflows/messages.ts';
 import { controlPlane, operationsOn, type ControlPlane } from '../support/control-plane.ts';
-import { messages, sendAll } from '../support/mirror-fixture.ts';
-import { randomName } from '../support/stack.ts';
 
 let t: ControlPlane;
 beforeAll(async () => {
@@ -24,25 +22,14 @@ afterAll(async () => {
   await t?.close();
 });
 
-const { run } = operationsOn(() => t);
+const { run, mirrored } = operationsOn(() => t);
 const BROKER = 3;
 
-/** A mirror of a 2-partition topic whose destination topic has 3 replicas, caught up. */
-async function mirrored(): Promise<{ mirror: string; topic: string }> {
-  const mirror = randomName('isr');
-  const topic = await t.sourceTopic({ partitions: 2 });
-  // The source (1 broker) has replication factor 1; the destination topic made beforehand with 3
-  // replicas is adopted by the start (it is empty), so the ISR has a broker to lose.
-  await createTopicsAndWait(t.destAdmin, [{ topic, partitions: 2, replicationFactor: 3 }]);
-  const producer = t.sourceKafka.producer({ idempotent: true, maxInFlightRequests: 1 });
-  await producer.connect();
-  await sendAll(producer, topic, messages(200, 2));
-  await producer.disconnect();
-  await run('createMirror', { mirror, sourceCluster: 'src', destinationCluster: 'dst' });
-  await run('startTopics', { mirror, topics: [topic] });
-  await expect.poll(async () => [...(await t.dest.listOffsets(topic, [0, 1], 'latest')).values()], { timeout: 30_000 }).toEqual([100n, 100n]);
-  return { mirror, topic };
-}
+/** A mirror of a 2-partition topic whose destination topic has 3 replicas, caught up. The source
+ *  (1 broker) has replication factor 1; the destination topic made beforehand with 3 replicas is
+ *  adopted by the start (it is empty), so the ISR has a broker to lose. */
+const mirroredWithReplicas = () =>
+  mirrored(2, 200, { prefix: 'isr', beforeStart: (topic) => createTopicsAndWait(t.destAdmin, [{ topic, partitions: 2, replicationFactor: 3 }]).then(() => undefined) });
 
 /** Take broker 3 away and wait until the destination's ISRs no longer hold it. */
 async function brokerDown(topic: string): Promise<void> {
@@ -65,7 +52,7 @@ async function failoverHeldByIsr(mirror: string) {
 
 describe('a destination broker down during failover', () => {
   it('the ISR wait holds and names the broker; the broker back, the failover completes', async () => {
-    const { mirror, topic } = await mirrored();
+    const { mirror, topic } = await mirroredWithReplicas();
     await brokerDown(topic);
     const handle = await failoverHeldByIsr(mirror);
     await startCluster('dest', 3, () => undefined);
@@ -75,7 +62,7 @@ describe('a destination broker down during failover', () => {
   });
 
   it('with the broker still down, retry --override-isr-wait lets the failover complete, recorded with its reason', async () => {
-    const { mirror, topic } = await mirrored();
+    const { mirror, topic } = await mirroredWithReplicas();
     await brokerDown(topic);
     const handle = await failoverHeldByIsr(mirror);
     const reason = 'broker 3 is being replaced';

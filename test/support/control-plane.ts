@@ -3,6 +3,7 @@
 // (worker.ts createWorker) polling a task queue of its own, and a client starting workflows on it.
 // close() stops the runners it started, the worker, and drops the database and topics.
 import { DefaultLogger, NativeConnection, Runtime, type Worker } from '@temporalio/worker';
+import { expect } from 'vitest';
 import type { Admin, Kafka } from 'kafkajs';
 import { awaitOperation, connectClient, startOperation, type OperationInputs, type OperationResults, type TemporalClient } from '../../client/index.ts';
 import type { Operation } from '../../workflows/messages.ts';
@@ -16,6 +17,7 @@ import { createKafka } from '../../kafka/connection.ts';
 import { RawCluster } from '../../kafka/protocol.ts';
 import { createLogger } from '../../log.ts';
 import { createWorker } from '../../worker.ts';
+import { messages, sendAll } from './mirror-fixture.ts';
 import { createTestDatabase, destConnection, randomName, sourceConnection, stackConfigEnv, testClientOptions } from './stack.ts';
 
 export interface ControlPlane {
@@ -146,6 +148,26 @@ export function operationsOn(plane: () => ControlPlane) {
     const offsets = await (cluster === 'source' ? plane().source : plane().dest).listOffsets(topic, all, 'latest');
     return all.map((p) => offsets.get(p)!);
   };
-  return { run, refusal, ends };
+  /** A new mirror of a new source topic of `partitions` holding `records` (spread evenly), started
+   *  and caught up (destination ends equal the source's). `beforeStart` runs between create and
+   *  start (e.g. to make the destination topic with more replicas). */
+  const mirrored = async (
+    partitions: number,
+    records: number,
+    opts: { readonly sourceCluster?: string; readonly prefix?: string; readonly beforeStart?: (topic: string) => Promise<void> } = {},
+  ): Promise<{ mirror: string; topic: string }> => {
+    const mirror = randomName(opts.prefix ?? 'm');
+    const topic = await plane().sourceTopic({ partitions });
+    const producer = plane().sourceKafka.producer({ idempotent: true, maxInFlightRequests: 1 });
+    await producer.connect();
+    await sendAll(producer, topic, messages(records, partitions));
+    await producer.disconnect();
+    await run('createMirror', { mirror, sourceCluster: opts.sourceCluster ?? 'src', destinationCluster: 'dst' });
+    await opts.beforeStart?.(topic);
+    await run('startTopics', { mirror, topics: [topic] });
+    await expect.poll(() => ends('dest', topic, partitions), { timeout: 30_000 }).toEqual(await ends('source', topic, partitions));
+    return { mirror, topic };
+  };
+  return { run, refusal, ends, mirrored };
 }
 

@@ -3,6 +3,7 @@
 // resources: random names, its own database (dropped afterwards).
 import { randomBytes } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
+import { createServer } from 'node:net';
 import { join } from 'node:path';
 import pg from 'pg';
 import { DEST_APP_USER, stackDir } from '../../scripts/stack/topology.ts';
@@ -78,4 +79,13 @@ export async function createTestDatabase(prefix = 'test'): Promise<{ url: string
       await c.end();
     },
   };
+}
+
+/** A loopback port with nothing listening on it. */
+export async function closedPort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as { port: number };
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
 }

@@ -18,7 +18,7 @@ beforeAll(async () => {
 });
 afterAll(async () => t?.close());
 
-const { run, refusal, ends } = operationsOn(() => t);
+const { run, refusal, ends, mirrored } = operationsOn(() => t);
 
 describe('a mirror from the first request to copying', () => {
   const mirror = randomName('m');
@@ -76,15 +76,10 @@ describe('a mirror from the first request to copying', () => {
   });
 
   it('retention overtaking a paused partition: the lost range is an event and describe counts it; the rest mirrors', async () => {
-    const lossMirror = randomName('loss');
-    const lossTopic = await t.sourceTopic({ partitions: 2 });
+    const { mirror: lossMirror, topic: lossTopic } = await mirrored(2, 200, { prefix: 'loss' });
+    await run('pauseTopics', { mirror: lossMirror, allTopics: true });
     const producer = t.sourceKafka.producer({ idempotent: true, maxInFlightRequests: 1 });
     await producer.connect();
-    await sendAll(producer, lossTopic, messages(200, 2));
-    await run('createMirror', { mirror: lossMirror, sourceCluster: 'src', destinationCluster: 'dst' });
-    await run('startTopics', { mirror: lossMirror, topics: [lossTopic] });
-    await expect.poll(() => ends('dest', lossTopic, 2), { timeout: 30_000 }).toEqual([100n, 100n]);
-    await run('pauseTopics', { mirror: lossMirror, allTopics: true });
     await sendAll(producer, lossTopic, messages(200, 2, { from: 200 }));
     await producer.disconnect();
     // Retention (DeleteRecords stands in for it) removes partition 0's unmirrored records 100-169.

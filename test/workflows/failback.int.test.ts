@@ -17,19 +17,11 @@ beforeAll(async () => {
 afterAll(async () => t?.close());
 
 const all = (n: number) => Array.from({ length: n }, (_, i) => i);
-const { run, refusal, ends } = operationsOn(() => t);
+const { run, refusal, ends, mirrored } = operationsOn(() => t);
 
 /** A → B mirrored, failed over, and the new primary B written by its application. */
 async function failedOver(): Promise<{ mirror: string; topic: string }> {
-  const mirror = randomName('m');
-  const topic = await t.sourceTopic({ partitions: 2 });
-  const producer = t.sourceKafka.producer({ idempotent: true, maxInFlightRequests: 1 });
-  await producer.connect();
-  await sendAll(producer, topic, messages(200, 2));
-  await producer.disconnect();
-  await run('createMirror', { mirror, sourceCluster: 'src', destinationCluster: 'dst' });
-  await run('startTopics', { mirror, topics: [topic] });
-  await expect.poll(() => ends('dest', topic, 2), { timeout: 30_000 }).toEqual([100n, 100n]);
+  const { mirror, topic } = await mirrored(2, 200);
   await run('failover', { mirror, allTopics: true });
   const app = createKafka(destAppConnection(), { retries: 5 }).producer();
   await app.connect();

@@ -19,20 +19,7 @@ beforeAll(async () => {
 afterAll(async () => t?.close());
 
 const all = (n: number) => Array.from({ length: n }, (_, i) => i);
-const { run, refusal, ends } = operationsOn(() => t);
-
-async function mirrored(partitions: number, records: number, sourceCluster = 'src'): Promise<{ mirror: string; topic: string }> {
-  const mirror = randomName('m');
-  const topic = await t.sourceTopic({ partitions });
-  const producer = t.sourceKafka.producer({ idempotent: true, maxInFlightRequests: 1 });
-  await producer.connect();
-  await sendAll(producer, topic, messages(records, partitions));
-  await producer.disconnect();
-  await run('createMirror', { mirror, sourceCluster, destinationCluster: 'dst' });
-  await run('startTopics', { mirror, topics: [topic] });
-  await expect.poll(() => ends('dest', topic, partitions), { timeout: 30_000 }).toEqual(await ends('source', topic, partitions));
-  return { mirror, topic };
-}
+const { run, refusal, ends, mirrored } = operationsOn(() => t);
 
 describe('failover', () => {
   it('dry run changes nothing; failover stops the copies, records the positions, and makes the topics writable', async () => {
@@ -69,7 +56,7 @@ describe('failover', () => {
 
   it('works with the source gone (RPO unknown); promote refuses then and points to failover', async () => {
     await registerCluster(t.db, t.config.secretKey, { cluster: 'fragile', connection: sourceConnection() }, { actor: 'test' });
-    const { mirror } = await mirrored(2, 100, 'fragile');
+    const { mirror } = await mirrored(2, 100, { sourceCluster: 'fragile' });
     // The source "goes away": its registered address now leads nowhere.
     await changeClusterConnection(t.db, t.config.secretKey, { cluster: 'fragile', connection: { bootstrap: ['127.0.0.1:1'], securityProtocol: 'PLAINTEXT' } }, { actor: 'test' });
     const refused = await refusal('promote', { mirror, allTopics: true });
