@@ -277,6 +277,47 @@ describe('kmirror lifecycle', () => {
     expect(human.stdout).toMatch(new RegExp(`^${escape(topic)} +0 +MIRRORING +${endsAfter(produced)[0]} +${endsAfter(produced)[0]} +0 +\\d+$`, 'm'));
   });
 
+  it('groups: a group committed on the source is synced to the destination, an offset beyond the mirrored end clamped', async () => {
+    const group = randomName('app');
+    const ends = await t.source.listOffsets(topic, allPartitions(PARTITIONS), 'latest');
+    // Partition 0 committed 50 past the end (Kafka accepts that): the destination gets its end.
+    await t.source.commitGroupOffsets(group, allPartitions(PARTITIONS).map((partition) => ({ topic, partition, offset: ends.get(partition)! + (partition === 0 ? 50n : -1n) })));
+    interface GroupsJson {
+      readonly groups: { readonly group: string; readonly status: string; readonly partitions: { readonly partition: number; readonly destinationCommitted: string | null; readonly target: string; readonly clamped: boolean }[] }[];
+    }
+    // A failed attempt is polled again (one of four runs saw `groups` exit 1 once while the runner
+    // synced; not reproduced, see the closing note of 2026-12-03).
+    const ours = async () => {
+      const r = await kmirror('groups', mirror, '--json');
+      return r.code === 0 ? (JSON.parse(r.stdout) as GroupsJson).groups.find((g) => g.group === group) : undefined;
+    };
+    // The runner syncs every KMIRROR_GROUP_SYNC_INTERVAL_MS (10 s by default).
+    await expect.poll(async () => (await ours())?.status, { timeout: 40_000, interval: 1_000 }).toBe('synced');
+    const synced = (await ours())!.partitions.sort((a, b) => a.partition - b.partition);
+    expect(synced.map((p) => p.destinationCommitted)).toEqual(allPartitions(PARTITIONS).map((p) => (ends.get(p)! - (p === 0 ? 0n : 1n)).toString()));
+    expect(synced.map((p) => p.clamped)).toEqual([true, false, false]);
+    const text = await kmirror('groups', mirror);
+    expect(text.stdout).toContain(group);
+    expect(text.stdout).toContain('(clamped)');
+  });
+
+  it('verify: every partition compares equal record by record; an unknown topic is refused', async () => {
+    interface VerifyJson {
+      readonly equal: boolean;
+      readonly partitions: { readonly topic: string; readonly partition: number; readonly equal: boolean; readonly recordsCompared: number }[];
+    }
+    const json = await kmirrorJson<VerifyJson>('verify', mirror, '--topic', topic);
+    expect(json.equal).toBe(true);
+    expect(json.partitions.map((p) => [p.partition, p.equal])).toEqual(allPartitions(PARTITIONS).map((p) => [p, true]));
+    expect(json.partitions.reduce((n, p) => n + p.recordsCompared, 0)).toBe(produced);
+    const text = await kmirror('verify', mirror);
+    expect(text.code, ended(text)).toBe(0);
+    expect(text.stdout).toMatch(/equal \(\d+ records\)/);
+    const unknown = await kmirror('verify', mirror, '--topic', 'no-such-topic');
+    expect(unknown.code).toBe(1);
+    expect(unknown.stderr).toMatch(/TOPIC_NOT_IN_CLUSTER_MIRROR/);
+  });
+
   it('start --no-wait prints the workflow at once', async () => {
     const second = await t.sourceTopic({ partitions: 1 });
     const result = await kmirror('start', mirror, '--topic', second, '--no-wait', '--json');
