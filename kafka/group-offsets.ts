@@ -59,9 +59,17 @@ async function sourceGroups(sourceAdmin: Admin, filter: GroupFilter): Promise<st
   }
 }
 
+/**
+ * The group's committed offsets on `topics`. Asks for all of the group's offsets and filters here:
+ * kafkajs' fetchOffsets with a topic list adds those topics to the client's metadata topics for
+ * good, and once one of them is deleted every later metadata refresh of that shared admin fails
+ * (UNKNOWN_TOPIC_OR_PARTITION) — a source topic deleted by its owner would break every start.
+ */
 async function committed(admin: Admin, group: string, topics: readonly string[]): Promise<Map<string, bigint>> {
+  const wanted = new Set(topics);
   const out = new Map<string, bigint>();
-  for (const t of await admin.fetchOffsets({ groupId: group, topics: [...topics] })) {
+  for (const t of await admin.fetchOffsets({ groupId: group })) {
+    if (!wanted.has(t.topic)) continue;
     for (const p of t.partitions) if (p.offset !== '-1' && p.offset !== '') out.set(partitionKey(t.topic, p.partition), BigInt(p.offset));
   }
   return out;

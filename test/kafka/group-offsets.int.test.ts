@@ -2,7 +2,9 @@
 // copied for groups with no active member on the destination, clamped to what the destination has
 // (VK12), never moved backwards, and an active group is left alone.
 import { beforeEach, describe, expect, it } from 'vitest';
+import { deleteTopicsAndWait } from '../../kafka/admin.ts';
 import { planGroupOffsets, syncGroupOffsets } from '../../kafka/group-offsets.ts';
+import { sourceTopicSpecs } from '../../kafka/mirror-topics.ts';
 import { messages, sendAll, useMirrorFixture, type MirrorFixture } from '../support/mirror-fixture.ts';
 import { randomName } from '../support/stack.ts';
 
@@ -60,5 +62,21 @@ describe('consumer-group offset sync', () => {
     expect(await committed(busy!, topic)).toEqual(['10', '10']);
     // The filter leaves other groups out.
     expect(await planGroupOffsets({ admin: f.sourceAdmin }, { admin: f.destAdmin, raw: f.dest }, partitions, { include: ['nothing-matches'], exclude: [] })).toEqual([]);
+  });
+
+  it('a synced source topic deleted afterwards does not break the shared admin (regression: every later start failed with UNKNOWN_TOPIC)', async () => {
+    const [gone, other] = [await f.topicPair({ partitions: 1 }), await f.topicPair({ partitions: 1 })];
+    const src = await f.producer();
+    await sendAll(src, gone, messages(10, 1));
+    const group = randomName('deleted-topic');
+    await f.source.commitGroupOffsets(group, [{ topic: gone, partition: 0, offset: 5n }]);
+    const filter = { include: [group], exclude: [] };
+    expect((await syncGroupOffsets({ admin: f.sourceAdmin }, { admin: f.destAdmin, raw: f.dest }, [{ topic: gone, partition: 0 }], filter)).summary).toMatchObject({ synced: 1 });
+    // The topic's owner deletes it with an admin of its own (the shared admin must not care).
+    const owner = f.sourceKafka.admin();
+    await owner.connect();
+    await deleteTopicsAndWait(owner, [gone]);
+    await owner.disconnect();
+    await expect(sourceTopicSpecs(f.sourceAdmin, [other])).resolves.toMatchObject([{ topic: other, partitionCount: 1 }]);
   });
 });
