@@ -1,0 +1,65 @@
+// Request framing (kafka/protocol.ts): kafkajs' own framing (protocol/request.js: size, api key,
+// version, correlation id, client id, body) adopts a body written behind FRAME_ROOM bytes instead of
+// copying it, and yields the same bytes as kafkajs' copying path.
+import { createRequire } from 'node:module';
+import { randomBytes } from 'node:crypto';
+import { describe, expect, it } from 'vitest';
+import { body, FRAME_ROOM } from '../../kafka/protocol.ts';
+
+const require = createRequire(import.meta.url);
+const frame = require('kafkajs/src/protocol/request') as (req: { correlationId: number; clientId: string; request: { apiKey: number; apiVersion: number; encode: () => Promise<unknown> } }) => Promise<{ buffer: Buffer; size(): number }>;
+
+/** What kafkajs sends, written out by hand from the protocol's request header v1. */
+function expected(apiKey: number, apiVersion: number, correlationId: number, clientId: string, payload: Buffer): Buffer {
+  const id = Buffer.from(clientId);
+  const header = Buffer.alloc(2 + 2 + 4 + 2 + id.length);
+  header.writeInt16BE(apiKey, 0);
+  header.writeInt16BE(apiVersion, 2);
+  header.writeInt32BE(correlationId, 4);
+  header.writeInt16BE(id.length, 8);
+  id.copy(header, 10);
+  const size = Buffer.alloc(4);
+  size.writeInt32BE(header.length + payload.length);
+  return Buffer.concat([size, header, payload]);
+}
+
+/** True when a and b are views of overlapping memory (small buffers share pooled slabs). */
+const overlap = (a: Buffer, b: Buffer): boolean => a.buffer === b.buffer && a.byteOffset < b.byteOffset + b.length && b.byteOffset < a.byteOffset + a.length;
+
+const written = (payload: Buffer): Buffer => Buffer.concat([Buffer.alloc(FRAME_ROOM, 0xee), payload]);
+
+describe('request framing', () => {
+  it('frames a body in the buffer it was written into, with the bytes kafkajs would send', async () => {
+    const payload = randomBytes(100_000);
+    const whole = written(payload);
+    const request = await frame({ correlationId: 77, clientId: 'kmirror-test', request: { apiKey: 0, apiVersion: 8, encode: async () => body(whole) } });
+    expect(request.buffer.equals(expected(0, 8, 77, 'kmirror-test', payload))).toBe(true);
+    expect(overlap(request.buffer, whole)).toBe(true); // adopted, not copied
+  });
+
+  it('a body sent again is copied, so the first request keeps its header', async () => {
+    const payload = randomBytes(5_000);
+    const whole = written(payload);
+    const first = await frame({ correlationId: 1, clientId: 'a', request: { apiKey: 1, apiVersion: 11, encode: async () => body(whole) } });
+    const second = await frame({ correlationId: 2, clientId: 'a', request: { apiKey: 1, apiVersion: 11, encode: async () => body(whole) } });
+    expect(first.buffer.equals(expected(1, 11, 1, 'a', payload))).toBe(true);
+    expect(second.buffer.equals(expected(1, 11, 2, 'a', payload))).toBe(true);
+    expect(overlap(second.buffer, whole)).toBe(false);
+  });
+
+  it('a client id longer than the room falls back to copying', async () => {
+    const payload = randomBytes(64);
+    const clientId = 'x'.repeat(FRAME_ROOM);
+    const request = await frame({ correlationId: 3, clientId, request: { apiKey: 0, apiVersion: 8, encode: async () => body(written(payload)) } });
+    expect(request.buffer.equals(expected(0, 8, 3, clientId, payload))).toBe(true);
+  });
+
+  it('encoders that grow keep every byte written (kafkajs encoding its own requests)', () => {
+    const Encoder = require('kafkajs/src/protocol/encoder') as new () => { writeInt32(v: number): unknown; writeBytes(b: Buffer): unknown; buffer: Buffer };
+    const e = new Encoder();
+    const chunks = [randomBytes(300), randomBytes(5_000), randomBytes(70_000)];
+    for (const c of chunks) e.writeBytes(c);
+    const want = Buffer.concat(chunks.flatMap((c) => [Buffer.from([(c.length >>> 24) & 255, (c.length >>> 16) & 255, (c.length >>> 8) & 255, c.length & 255]), c]));
+    expect(e.buffer.equals(want)).toBe(true);
+  });
+});
