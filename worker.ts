@@ -19,6 +19,7 @@ import { ByteBudget } from './kafka/budget.ts';
 import { KmirrorError } from './domain/errors.ts';
 import { printError } from './errors-output.ts';
 import { createLogger, type Logger } from './log.ts';
+import { bundleWorkflows } from './workflow-bundle.ts';
 
 const SHUTDOWN_GRACE = '10 seconds';
 const SHUTDOWN_FORCE = '30 seconds';
@@ -118,7 +119,7 @@ export async function createWorker(config: Config, connection: NativeConnection,
       namespace: config.temporal.namespace,
       taskQueue: options.taskQueue ?? config.temporal.taskQueue,
       identity,
-      workflowsPath: fileURLToPath(new URL('./workflows/index.ts', import.meta.url)),
+      workflowBundle: await bundleWorkflows(log),
       activities: createActivities({ db, clients, budget: new ByteBudget(config.dataPlane.budgetBytes), dataPlane: config.dataPlane, workerIdentity: identity }),
       shutdownGraceTime: SHUTDOWN_GRACE,
       shutdownForceTime: SHUTDOWN_FORCE,

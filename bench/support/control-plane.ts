@@ -72,7 +72,10 @@ export async function startControlPlane(opts: { readonly prefix: string; readonl
     await registerCluster(db, config.secretKey, { cluster: 'dst', connection: opts.destination }, who);
     temporal = await connectClient(config);
     const env = { ...process.env, ...stackConfigEnv({ DATABASE_URL: database.url, TEMPORAL_TASK_QUEUE: taskQueue, KMIRROR_LOG_LEVEL: 'info', ...opts.env }) };
-    worker = start(process.execPath, ['--import', 'tsx', 'worker.ts'], { env });
+    // KMIRROR_BENCH_WORKER_FLAGS: Node flags for the worker, e.g. '--cpu-prof --cpu-prof-dir=/tmp/prof'
+    // (docs/benchmarks.md, "Profiling the worker").
+    const flags = (process.env.KMIRROR_BENCH_WORKER_FLAGS ?? '').split(' ').filter(Boolean);
+    worker = start(process.execPath, [...flags, '--import', 'tsx', 'worker.ts'], { env });
     await worker.waitForLog((e) => e.msg === 'worker running', 120_000);
     return { config, db, temporal, taskQueue, worker, close };
   } catch (err) {

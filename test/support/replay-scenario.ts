@@ -10,7 +10,7 @@ import type { HistoryAndWorkflowId } from '@temporalio/common';
 import proto from '@temporalio/proto';
 import { Worker, type ReplayResult, type ReplayWorkerOptions } from '@temporalio/worker';
 import { createRequire } from 'node:module';
-import { fileURLToPath } from 'node:url';
+import { WORKFLOWS_PATH } from '../../workflow-bundle.ts';
 import { awaitOperation, startOperation, type OperationInputs, type OperationResults } from '../../client/index.ts';
 import type { Operation } from '../../workflows/messages.ts';
 import type { ControlPlane } from './control-plane.ts';
@@ -142,7 +142,7 @@ export function historyFromJSON(json: unknown): History {
 /** Replay as the product's worker runs workflows (worker.ts: the same workflowsPath, no
  *  interceptors). */
 export const replayWorkerOptions: ReplayWorkerOptions = {
-  workflowsPath: fileURLToPath(new URL('../../workflows/index.ts', import.meta.url)),
+  workflowsPath: WORKFLOWS_PATH,
   replayName: 'kmirror-replay',
 };
 

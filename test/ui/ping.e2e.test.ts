@@ -3,7 +3,7 @@
 // back through @temporalio/client proves the form's input reached the workflow.
 import { Client, Connection, WorkflowNotFoundError, type WorkflowHandle } from '@temporalio/client';
 import { DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
-import { fileURLToPath } from 'node:url';
+import { WORKFLOWS_PATH } from '../../workflow-bundle.ts';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createPingActivities } from '../../activities/ping.ts';
@@ -53,7 +53,7 @@ async function pingWorker(workerConnection: NativeConnection): Promise<Worker> {
     connection: workerConnection,
     namespace: temporal.namespace,
     taskQueue: temporal.taskQueue,
-    workflowsPath: fileURLToPath(new URL('../../workflows/index.ts', import.meta.url)),
+    workflowsPath: WORKFLOWS_PATH,
     activities: { ...createPingActivities() },
   });
 }
