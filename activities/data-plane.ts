@@ -9,9 +9,10 @@ import type { Db } from '../db/database.ts';
 import { createPartitionLease } from '../db/leases.ts';
 import { executeMirrorCommand } from '../db/mirror-store.ts';
 import type { MirrorCommand } from '../domain/commands.ts';
-import type { KmirrorError } from '../domain/errors.ts';
+import { KmirrorError } from '../domain/errors.ts';
+import { recordsLost } from '../db/projections/records-lost.ts';
 import type { ByteBudget } from '../kafka/budget.ts';
-import { align, boundaryChecksum, copy, partitionKey, recordsAt, type CopyRequest, type CopyResult, type MirroredPosition, type TopicPartitions } from '../kafka/copier.ts';
+import { align, boundaryChecksum, copy, partitionKey, recordsAt, type CopyRequest, type RecordsLoss, type CopyResult, type MirroredPosition, type TopicPartitions } from '../kafka/copier.ts';
 import { endOffsets } from '../kafka/offsets.ts';
 import { RawCluster } from '../kafka/protocol.ts';
 import type { EventMetadata } from '../db/event-store/types.ts';
@@ -125,14 +126,32 @@ export function createDataPlaneActivities(deps: DataPlaneDeps) {
     };
   }
 
-  /** Records the losses the copier found (RecordRecordsLost), before it moves the destination past them. */
+  /**
+   * Decides, by the mirror's policy, which losses the copier may move past, and records those
+   * (RecordRecordsLost) before it does; under `fail` the others fail their partitions (RECORDS_LOST)
+   * until an operator accepts the loss. The policy is read now, from the log: an acceptance recorded
+   * while this copy ran counts. If it cannot be read the copier is told so (a retryable error) and
+   * tries again.
+   */
   function lossRecorder(mirror: string): NonNullable<CopyRequest['onRecordsLost']> {
     const record = commandRecorder('recording records lost to retention failed');
     const { log } = Context.current();
     return async (losses) => {
-      const total = losses.reduce((n, l) => n + (l.to - l.from), 0n);
-      log.warn('records lost to source retention before they were mirrored', { mirror, partitions: losses.length, records: total.toString() });
-      await record({ type: 'RecordRecordsLost', mirror, losses });
+      let skip: RecordsLoss[];
+      try {
+        const view = await recordsLost(db, mirror);
+        skip = losses.filter((l) => view.mayContinue(l.topic, l.partition));
+      } catch (err) {
+        throw new KmirrorError('INTERNAL', `reading mirror ${mirror}'s policy for records lost failed: ${(err as Error).message}`, {}, { cause: err });
+      }
+      const fail = losses.filter((l) => !skip.includes(l));
+      const total = (ls: readonly RecordsLoss[]) => ls.reduce((n, l) => n + (l.to - l.from), 0n).toString();
+      if (fail.length > 0) log.warn('records lost to source retention before they were mirrored: failing the partitions (policy fail)', { mirror, partitions: fail.length, records: total(fail) });
+      if (skip.length > 0) {
+        log.warn('records lost to source retention before they were mirrored', { mirror, partitions: skip.length, records: total(skip) });
+        await record({ type: 'RecordRecordsLost', mirror, losses: skip });
+      }
+      return { fail };
     };
   }
 

@@ -23,11 +23,19 @@ export interface ChangeClusterConnection {
 
 export type ClusterCommand = RegisterCluster | ChangeClusterConnection;
 
+/** What the copier does when the source's retention removed records before they were mirrored:
+ *  record the lost range and go on (`continue`, the default), or fail the partition (`fail`) until
+ *  an operator accepts the loss (AcceptRecordsLost). */
+export type RecordsLostPolicy = 'continue' | 'fail';
+export const RECORDS_LOST_POLICIES: readonly RecordsLostPolicy[] = ['continue', 'fail'];
+
 export interface CreateMirror {
   readonly type: 'CreateMirror';
   readonly mirror: string;
   readonly sourceCluster: string;
   readonly destinationCluster: string;
+  /** Default `continue`. */
+  readonly onRecordsLost?: RecordsLostPolicy;
 }
 
 export interface StartTopics {
@@ -106,6 +114,15 @@ export interface RecordRecordsLost {
   readonly losses: readonly { readonly topic: string; readonly partition: number; readonly from: bigint; readonly to: bigint }[];
 }
 
+/** An operator accepts that records the source's retention removed are lost to the mirror: the
+ *  next loss found in each partition of these topics is skipped (and recorded) even under the
+ *  `fail` policy. The reason is required, in the metadata. */
+export interface AcceptRecordsLost {
+  readonly type: 'AcceptRecordsLost';
+  readonly mirror: string;
+  readonly topics: readonly string[];
+}
+
 export interface DeleteMirror {
   readonly type: 'DeleteMirror';
   readonly mirror: string;
@@ -133,5 +150,6 @@ export type MirrorCommand =
   | RetryPartitions
   | RecordLastMirrored
   | RecordRecordsLost
+  | AcceptRecordsLost
   | DeleteMirror
   | CompleteMirrorDeletion;

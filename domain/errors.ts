@@ -28,6 +28,10 @@ export const ErrorCodes = [
   /** A Kafka error answer with no more specific code (details.kafkaError names it): final. */
   'KAFKA_ERROR',
   'UNSUPPORTED_OFFSET_GAP',
+  /** The source's retention removed records before they were mirrored, and the mirror's policy is
+   *  to fail (onRecordsLost: fail): final until an operator accepts the loss (retry
+   *  --accept-records-lost). */
+  'RECORDS_LOST',
   /** A promote's lag did not reach 0 in time (the source keeps growing): nothing was stopped. */
   'PROMOTE_TIMEOUT',
   'LEASE_LOST',

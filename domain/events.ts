@@ -1,6 +1,7 @@
 // Domain events: past tense, plain JSON (they are hashed, stored as jsonb and may cross Temporal).
 // Offsets are decimal strings. No event carries a credential: a cluster's connection appears only as
 // its non-secret description. docs/events.md documents every type and its JSON shape.
+import type { RecordsLostPolicy } from './commands.ts';
 import type { ConnectionDescription } from './connection.ts';
 import type { RetryTrigger, StopMode } from '../machines/partition.ts';
 
@@ -19,7 +20,8 @@ export type ClusterRegistered = Event<'ClusterRegistered', { readonly cluster: s
 export type ClusterConnectionChanged = Event<'ClusterConnectionChanged', { readonly cluster: string; readonly connection: ConnectionDescription }>;
 export type ClusterEvent = ClusterRegistered | ClusterConnectionChanged;
 
-export type MirrorCreated = Event<'MirrorCreated', { readonly mirror: string; readonly sourceCluster: string; readonly destinationCluster: string }>;
+/** onRecordsLost is absent on mirrors created before the setting existed (= `continue`). */
+export type MirrorCreated = Event<'MirrorCreated', { readonly mirror: string; readonly sourceCluster: string; readonly destinationCluster: string; readonly onRecordsLost?: RecordsLostPolicy }>;
 /** The include/exclude patterns kept for auto-discovery of new source topics. */
 export type MirrorTopicFilterChanged = Event<'MirrorTopicFilterChanged', { readonly include: readonly string[]; readonly exclude: readonly string[] }>;
 /** A topic joined the mirror; all its partitions start in LOG_TRUNCATION. */
@@ -74,6 +76,9 @@ export type PartitionPositionRecorded = Event<
 /** Records the source's retention removed before they were mirrored, [from, to): the copier moved
  *  the destination past them (DESIGN §5, invariant 7) — never a silent skip. */
 export type PartitionRecordsLost = Event<'PartitionRecordsLost', PartitionRef & { readonly from: string; readonly to: string }>;
+/** An operator accepted the loss of records the source's retention removed, for the next loss found
+ *  in each partition of these topics (the metadata holds who and why). */
+export type RecordsLossAccepted = Event<'RecordsLossAccepted', { readonly topics: readonly string[] }>;
 export type MirrorDeletionStarted = Event<'MirrorDeletionStarted', { readonly mirror: string }>;
 export type MirrorDeleted = Event<'MirrorDeleted', { readonly mirror: string }>;
 
@@ -98,6 +103,7 @@ export type MirrorEvent =
   | MirrorGroupFilterChanged
   | FailbackTopicPrepared
   | PartitionRecordsLost
+  | RecordsLossAccepted
   | PartitionLifecycleEvent
   | MirrorDeletionStarted
   | MirrorDeleted;

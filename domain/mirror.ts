@@ -6,7 +6,7 @@
 // projection is exactly the fold of its events.
 import { KmirrorError, type ErrorCode } from './errors.ts';
 import { assertClusterName, assertMirrorName, assertTopicName, partitionName } from './names.ts';
-import type { MirrorCommand, PartitionSelection, RecordLastMirrored, StartTopics } from './commands.ts';
+import { RECORDS_LOST_POLICIES, type MirrorCommand, type PartitionSelection, type RecordLastMirrored, type StartTopics } from './commands.ts';
 import type { MirrorEvent, PartitionLifecycleEvent, PartitionRef } from './events.ts';
 import { stepMirror, type MirrorEvent as MirrorChartEvent, type MirrorState } from '../machines/mirror.ts';
 import {
@@ -61,6 +61,8 @@ export function topicsNeeded(command: MirrorCommand): readonly string[] | 'all' 
       return [...new Set(command.positions.map((p) => p.topic))];
     case 'RecordRecordsLost':
       return [...new Set(command.losses.map((p) => p.topic))];
+    case 'AcceptRecordsLost':
+      return [...new Set(command.topics)];
     default:
       return command.partitions === 'all' ? 'all' : [...new Set(command.partitions.map((p) => p.topic))];
   }
@@ -148,6 +150,12 @@ export function decide(command: MirrorCommand, state: Mirror): MirrorEvent[] {
         return { type: 'PartitionRecordsLost' as const, data: { topic, partition, from: from.toString(), to: to.toString() } };
       });
     }
+    case 'AcceptRecordsLost': {
+      requireMirror(state);
+      if (command.topics.length === 0) throw new KmirrorError('INVALID_ARGUMENT', `accept records lost on mirror ${state.name}: name at least one topic`);
+      for (const topic of command.topics) topicOf(state, topic);
+      return [{ type: 'RecordsLossAccepted', data: { topics: [...new Set(command.topics)] } }];
+    }
     case 'DeleteMirror':
       return decideDelete(state);
     case 'CompleteMirrorDeletion':
@@ -186,7 +194,11 @@ function decideCreate(command: Extract<MirrorCommand, { type: 'CreateMirror' }>,
   if (command.sourceCluster === command.destinationCluster) {
     throw new KmirrorError('INVALID_ARGUMENT', `mirror ${command.mirror}: source and destination are the same cluster (${command.sourceCluster})`);
   }
-  return [{ type: 'MirrorCreated', data: { mirror: command.mirror, sourceCluster: command.sourceCluster, destinationCluster: command.destinationCluster } }];
+  if (command.onRecordsLost !== undefined && !RECORDS_LOST_POLICIES.includes(command.onRecordsLost)) {
+    throw new KmirrorError('INVALID_ARGUMENT', `mirror ${command.mirror}: onRecordsLost must be one of ${RECORDS_LOST_POLICIES.join(', ')}, not ${JSON.stringify(command.onRecordsLost)}`);
+  }
+  const { mirror, sourceCluster, destinationCluster, onRecordsLost } = command;
+  return [{ type: 'MirrorCreated', data: { mirror, sourceCluster, destinationCluster, ...(onRecordsLost === undefined ? {} : { onRecordsLost }) } }];
 }
 
 function decideStart(command: StartTopics, state: Mirror): MirrorEvent[] {
@@ -360,6 +372,7 @@ type PartitionCommand = Exclude<
       | 'RecordFailback'
       | 'RecordLastMirrored'
       | 'RecordRecordsLost'
+      | 'AcceptRecordsLost'
       | 'DeleteMirror'
       | 'CompleteMirrorDeletion';
   }
@@ -468,6 +481,7 @@ const verbs: Record<MirrorCommand['type'], string> = {
   RetryPartitions: 'retry',
   RecordLastMirrored: 'record the last mirrored position',
   RecordRecordsLost: 'record records lost to retention',
+  AcceptRecordsLost: 'accept records lost to retention',
   DeleteMirror: 'delete',
   CompleteMirrorDeletion: 'complete the deletion',
 };
@@ -542,6 +556,7 @@ export function fold(state: Mirror, events: Iterable<MirrorEvent>): Mirror {
       case 'FailbackTopicPrepared':
       case 'IsrWaitOverridden':
       case 'PartitionRecordsLost':
+      case 'RecordsLossAccepted':
         // A record of a decision or a fact: no state changes (the waiting activity and describe read it).
         if (current.state === null || current.state === 'deleted') throw historyInvalid(current, event, 'mirror is not created');
         break;

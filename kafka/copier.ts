@@ -154,10 +154,15 @@ export interface CopyRequest {
    *  throw: reporting its own failures is its job (the copy goes on regardless). */
   readonly positions?: { readonly everyMs: number; record(positions: readonly MirroredPosition[]): Promise<void> };
   /** Told, before the destination is moved past them, of records the source's retention removed
-   *  before they were mirrored. Must not throw (reporting its own failures is its job). */
-  readonly onRecordsLost?: (losses: readonly ({ readonly topic: string; readonly partition: number } & SkippedRange)[]) => Promise<void>;
+   *  before they were mirrored; answers which of these partitions must fail (RECORDS_LOST) instead
+   *  of moving on. Reporting its own failures is its job; when it cannot decide it throws a
+   *  retryable error, and the copier resyncs again (as after any retriable error). Absent: all move on. */
+  readonly onRecordsLost?: (losses: readonly RecordsLoss[]) => Promise<{ readonly fail: readonly RecordsLoss[] }>;
   readonly options?: Partial<CopyOptions>;
 }
+
+/** Records of one partition the source's retention removed before they were mirrored. */
+export type RecordsLoss = { readonly topic: string; readonly partition: number } & SkippedRange;
 
 /** The last batch (or re-encoded record, or filled gap) acknowledged for a partition, until its
  *  position is taken. */
@@ -517,8 +522,21 @@ class Copier {
     await this.finishAlignments(alignmentChecks);
     await this.checkBoundaries(boundaryChecks);
     const losses = toAlign.flatMap((s) => (s.skipped ? [{ topic: s.topic, partition: s.partition, ...s.skipped }] : []));
-    if (losses.length > 0) await this.req.onRecordsLost?.(losses);
-    if (toAlign.length > 0) await this.align(toAlign, new Map(toAlign.map((s) => [s.key, offsets.get(s.key)!.srcStart])));
+    const refused = losses.length === 0 || this.req.onRecordsLost === undefined ? [] : (await this.req.onRecordsLost(losses)).fail;
+    for (const loss of refused) {
+      const state = toAlign.find((s) => s.topic === loss.topic && s.partition === loss.partition)!;
+      delete state.skipped; // not skipped: the partition stops short of the loss
+      this.fail(
+        state,
+        new KmirrorError(
+          'RECORDS_LOST',
+          `source ${loss.topic}-${loss.partition} no longer holds offsets ${loss.from}..${loss.to - 1n} (its retention removed them before they were mirrored) and the mirror is set to fail rather than skip them; retry with --accept-records-lost to skip them`,
+          { topic: loss.topic, partition: loss.partition, from: loss.from.toString(), to: loss.to.toString() },
+        ),
+      );
+    }
+    const aligning = toAlign.filter((s) => s.status === 'copying');
+    if (aligning.length > 0) await this.align(aligning, new Map(aligning.map((s) => [s.key, offsets.get(s.key)!.srcStart])));
     this.report();
   }
 

@@ -6,6 +6,7 @@ import { setHandler } from '@temporalio/workflow';
 import type { ClusterCheck } from '../activities/kafka-admin.ts';
 import { asFailure, checkRequester, invalid, isStringArray, metadataOf, setSearchAttributes, short } from './common.ts';
 import { progressQuery, runnerWorkflowId, type Requester } from './messages.ts';
+import { RECORDS_LOST_POLICIES, type RecordsLostPolicy } from '../domain/commands.ts';
 
 export interface CreateMirrorInput extends Requester {
   readonly mirror: string;
@@ -13,6 +14,9 @@ export interface CreateMirrorInput extends Requester {
   readonly destinationCluster: string;
   /** Consumer groups whose offsets are synced (whole-name patterns; default every group). */
   readonly groups?: { readonly include?: readonly string[]; readonly exclude?: readonly string[] };
+  /** Records the source's retention removed before they were mirrored: record the loss and go on
+   *  (`continue`, the default), or fail the partition until an operator accepts it (`fail`). */
+  readonly onRecordsLost?: RecordsLostPolicy;
 }
 
 export interface CreateMirrorResult {
@@ -22,7 +26,7 @@ export interface CreateMirrorResult {
   readonly runnerWorkflowId: string;
 }
 
-const SHAPE = '{"mirror": string, "sourceCluster": string, "destinationCluster": string, "groups"?: {"include"?: string[], "exclude"?: string[]}, "actor"?: string, "reason"?: string}';
+const SHAPE = '{"mirror": string, "sourceCluster": string, "destinationCluster": string, "groups"?: {"include"?: string[], "exclude"?: string[]}, "onRecordsLost"?: "continue" | "fail", "actor"?: string, "reason"?: string}';
 
 export async function createMirror(input: CreateMirrorInput): Promise<CreateMirrorResult> {
   for (const field of ['mirror', 'sourceCluster', 'destinationCluster'] as const) {
@@ -31,12 +35,15 @@ export async function createMirror(input: CreateMirrorInput): Promise<CreateMirr
   if (input.groups !== undefined && (typeof input.groups !== 'object' || (input.groups.include !== undefined && !isStringArray(input.groups.include)) || (input.groups.exclude !== undefined && !isStringArray(input.groups.exclude)))) {
     throw invalid('createMirror', '"groups" must be {"include"?: string[], "exclude"?: string[]}', SHAPE);
   }
+  if (input.onRecordsLost !== undefined && !RECORDS_LOST_POLICIES.includes(input.onRecordsLost)) {
+    throw invalid('createMirror', `"onRecordsLost" must be one of ${RECORDS_LOST_POLICIES.map((p) => `"${p}"`).join(', ')}`, SHAPE);
+  }
   checkRequester('createMirror', input, SHAPE);
   const { mirror, sourceCluster, destinationCluster } = input;
   setSearchAttributes({ mirror, workflow: 'createMirror' });
   let step = 'checking the request';
   setHandler(progressQuery, () => ({ workflow: 'createMirror', mirror, step, done: step === 'done', total: 0, states: {} }));
-  const command = { type: 'CreateMirror', mirror, sourceCluster, destinationCluster } as const;
+  const command = { type: 'CreateMirror', mirror, sourceCluster, destinationCluster, ...(input.onRecordsLost === undefined ? {} : { onRecordsLost: input.onRecordsLost }) } as const;
   const metadata = metadataOf(input);
   try {
     // Refusals (bad name, mirror exists, cluster not registered) come before any cluster is contacted.

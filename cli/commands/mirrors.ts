@@ -1,6 +1,7 @@
 // Read commands: `list`, `describe` (the projection plus live offsets from both clusters) and
 // `history` (the mirror's events, and the hash chain's check).
 import { Command, InvalidArgumentError } from 'commander';
+import type { RecordsLostPolicy } from '../../domain/commands.ts';
 import { readStream } from '../../db/event-store/read-stream.ts';
 import { verifyChain } from '../../db/event-store/verify-chain.ts';
 import { describeMirror, listMirrors } from '../../db/projections/describe-mirror.ts';
@@ -42,6 +43,8 @@ export interface DescribedMirror {
   readonly destinationCluster: string;
   readonly include: readonly string[];
   readonly exclude: readonly string[];
+  /** What the copier does with records the source's retention removed before they were mirrored. */
+  readonly onRecordsLost: RecordsLostPolicy;
   /** Whether each cluster answered (offsets are null where it did not). */
   readonly clusters: { readonly source: ClusterReach; readonly destination: ClusterReach };
   readonly partitions: readonly DescribedPartition[];
@@ -93,6 +96,7 @@ export async function describeLive(ctx: CliContext, mirror: string, options: { f
     destinationCluster: d.destinationCluster,
     include: d.include,
     exclude: d.exclude,
+    onRecordsLost: d.onRecordsLost,
     clusters: { source: source.reach, destination: destination.reach },
     partitions,
   };
@@ -115,7 +119,7 @@ function printDescribed(ctx: CliContext, d: DescribedMirror): void {
   ctx.print(
     [
       `mirror ${d.name} (${d.state}): ${reach(d.clusters.source)} → ${reach(d.clusters.destination)}`,
-      `  include: ${d.include.join(' ') || '-'}   exclude: ${d.exclude.join(' ') || '-'}`,
+      `  include: ${d.include.join(' ') || '-'}   exclude: ${d.exclude.join(' ') || '-'}   records lost to source retention: ${d.onRecordsLost === 'fail' ? 'fail the partition' : 'record and continue'}`,
       `  partitions: ${[...states].map(([s, n]) => `${n} ${s}`).join(', ') || 'none'}`,
       `  lag: ${lag.toLocaleString('en-US')} records${d.clusters.source.reachable && d.clusters.destination.reachable ? '' : ' (where both ends are known)'}`,
       ...(lost > 0n ? [`  LOST to source retention before they were mirrored: ${lost.toLocaleString('en-US')} records in ${losing} partition(s) (\`kmirror history ${d.name}\` shows each range)`] : []),

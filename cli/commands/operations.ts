@@ -1,9 +1,10 @@
 // The operation commands: each starts its workflow (joining the same request if it is running),
 // shows its progress on a terminal, and prints the result when the workflow has completed.
 // --no-wait prints the workflow id at once.
-import { Command, InvalidArgumentError } from 'commander';
+import { Command, InvalidArgumentError, Option } from 'commander';
 import { awaitOperation, startOperation, workflowUrl, type OperationInputs, type OperationResults } from '../../client/index.ts';
 import { KmirrorError } from '../../domain/errors.ts';
+import { RECORDS_LOST_POLICIES, type RecordsLostPolicy } from '../../domain/commands.ts';
 import type { Operation } from '../../workflows/messages.ts';
 import type { StartTopicsResult } from '../../workflows/start-topics.ts';
 import type { TopicsChangeResult } from '../../workflows/change-topics.ts';
@@ -93,14 +94,20 @@ export function operationCommands(ctx: CliContext): Command[] {
     .requiredOption('--destination <cluster>', 'the registered cluster to mirror into')
     .option('--group-include <regex>', 'consumer groups whose offsets are synced (repeatable; default every group)', collect)
     .option('--group-exclude <regex>', 'consumer groups left out (repeatable)', collect)
+    .addOption(
+      new Option('--on-records-lost <policy>', "when the source's retention removed records before they were mirrored: record the range and continue, or fail the partition until `kmirror retry --accept-records-lost`")
+        .choices([...RECORDS_LOST_POLICIES])
+        .default('continue'),
+    )
     .option('--no-wait', 'print the workflow id and return at once')
-    .addHelpText('after', '\nExample:\n  kmirror create dr-east --source east --destination west --reason "DR for the east region"')
-    .action(async (mirror: string, options: WaitOptions & { source: string; destination: string; groupInclude?: string[]; groupExclude?: string[] }) => {
+    .addHelpText('after', '\nExamples:\n  kmirror create dr-east --source east --destination west --reason "DR for the east region"\n  kmirror create ledger --source east --destination west --on-records-lost fail')
+    .action(async (mirror: string, options: WaitOptions & { source: string; destination: string; groupInclude?: string[]; groupExclude?: string[]; onRecordsLost: RecordsLostPolicy }) => {
       const groups =
         options.groupInclude === undefined && options.groupExclude === undefined
           ? {}
           : { groups: { ...(options.groupInclude ? { include: options.groupInclude } : {}), ...(options.groupExclude ? { exclude: options.groupExclude } : {}) } };
-      const result = await operate(ctx, 'createMirror', { mirror, sourceCluster: options.source, destinationCluster: options.destination, ...groups, ...ctx.requester }, options, `create ${mirror}`);
+      const input = { mirror, sourceCluster: options.source, destinationCluster: options.destination, ...groups, onRecordsLost: options.onRecordsLost, ...ctx.requester };
+      const result = await operate(ctx, 'createMirror', input, options, `create ${mirror}`);
       if (result === undefined || ctx.json) return;
       const r: CreateMirrorResult = result;
       ctx.print(`mirror ${r.mirror} created: ${r.sourceCluster.cluster} (${r.sourceCluster.brokers} brokers) → ${r.destinationCluster.cluster} (${r.destinationCluster.brokers} brokers); runner ${r.runnerWorkflowId}`);
@@ -180,19 +187,28 @@ export function operationCommands(ctx: CliContext): Command[] {
   };
 
   const retry = new Command('retry')
-    .description('retry FAILED partitions now (attempts reset); with --override-isr-wait, end the ISR waits of the topics although replicas are missing (recorded with your reason)')
+    .description('retry FAILED partitions now (attempts reset); with --override-isr-wait, end the ISR waits of the topics although replicas are missing; with --accept-records-lost, let partitions that failed with RECORDS_LOST skip the records the source no longer holds (both recorded with your reason)')
     .argument('<mirror>', 'mirror name')
     .option('--topic <name>', 'only this topic (repeatable; default: every topic)', collect)
     .option('--override-isr-wait', 'let waiting operations go on with missing replicas (needs --reason)')
+    .option('--accept-records-lost', "accept that records the source's retention removed are lost to the mirror: the next loss in each partition of the topics is skipped and recorded (needs --reason)")
     .option('--no-wait', 'print the workflow id and return at once')
-    .addHelpText('after', '\nExamples:\n  kmirror retry dr-east\n  kmirror retry dr-east --topic orders --override-isr-wait --reason "broker 3 replaced next week"')
-    .action(async (mirror: string, options: WaitOptions & { topic?: string[]; overrideIsrWait?: boolean }) => {
+    .addHelpText('after', '\nExamples:\n  kmirror retry dr-east\n  kmirror retry dr-east --topic orders --override-isr-wait --reason "broker 3 replaced next week"\n  kmirror retry ledger --topic payments --accept-records-lost --reason "owners agreed: replayed from the archive"')
+    .action(async (mirror: string, options: WaitOptions & { topic?: string[]; overrideIsrWait?: boolean; acceptRecordsLost?: boolean }) => {
       if (options.overrideIsrWait === true && ctx.reason === undefined) throw new KmirrorError('INVALID_ARGUMENT', '--override-isr-wait needs --reason TEXT (it is recorded in the event log)');
-      const input = { mirror, ...(options.topic ? { topics: options.topic } : {}), ...(options.overrideIsrWait ? { overrideIsrWait: true } : {}), ...ctx.requester };
+      if (options.acceptRecordsLost === true && ctx.reason === undefined) throw new KmirrorError('INVALID_ARGUMENT', '--accept-records-lost needs --reason TEXT (it is recorded in the event log)');
+      const input = {
+        mirror,
+        ...(options.topic ? { topics: options.topic } : {}),
+        ...(options.overrideIsrWait ? { overrideIsrWait: true } : {}),
+        ...(options.acceptRecordsLost ? { acceptRecordsLost: true } : {}),
+        ...ctx.requester,
+      };
       const result = await operate(ctx, 'retryPartitions', input, options, `retry ${mirror}`);
       if (result === undefined || ctx.json) return;
       ctx.print(`retried ${result.retried} FAILED partition(s) of mirror ${mirror}; now: ${Object.entries(result.states).map(([s, n]) => `${n} ${s}`).join(', ')}`);
       if (result.isrWaitOverridden.length > 0) ctx.print(`ISR wait overridden for ${result.isrWaitOverridden.join(', ')}`);
+      if (result.recordsLostAccepted.length > 0) ctx.print(`records lost to source retention accepted for ${result.recordsLostAccepted.join(', ')} (each range is recorded: kmirror history ${mirror})`);
       if ((result.states.STOPPING ?? 0) > 0) ctx.print('partitions in STOPPING: run the same failover or promote again to finish it (it skips the steps already done)');
       printFailed(ctx, result.failed);
     });

@@ -1,10 +1,12 @@
 // `describe` for mirrors: the projection as plain JSON (offsets and epochs as decimal strings,
 // times as ISO-8601), with each partition's write lease. Never holds a credential: mirrors name
 // clusters, and clusters are described by db/cluster-store.ts describeCluster.
+import type { RecordsLostPolicy } from '../../domain/commands.ts';
 import { KmirrorError } from '../../domain/errors.ts';
 import { mirrorStreamId } from '../../domain/events.ts';
 import { partitionName } from '../../domain/names.ts';
 import type { Db, Trx } from '../database.ts';
+import { recordsLost } from './records-lost.ts';
 
 export interface PartitionDescription {
   readonly partition: number;
@@ -31,6 +33,8 @@ export interface MirrorDescription {
   readonly exclude: readonly string[];
   readonly groupInclude: readonly string[];
   readonly groupExclude: readonly string[];
+  /** What the copier does when the source's retention removed records before they were mirrored. */
+  readonly onRecordsLost: RecordsLostPolicy;
   readonly createdAt: string;
   readonly updatedAt: string;
   readonly topics: readonly { readonly topic: string; readonly partitionCount: number; readonly partitions: readonly PartitionDescription[] }[];
@@ -49,7 +53,7 @@ export async function describeMirror(db: Db | Trx, name: string, options: { read
     .orderBy('p.topic')
     .orderBy('p.partition');
   if (options.failedOnly === true) query = query.where('p.state', '=', 'FAILED');
-  const lost = await recordsLost(db, name);
+  const losses = await recordsLost(db, name);
   const byTopic = new Map<string, PartitionDescription[]>(topics.map((t) => [t.topic, []]));
   for (const r of await query.execute()) {
     byTopic.get(r.topic)?.push({
@@ -65,7 +69,7 @@ export async function describeMirror(db: Db | Trx, name: string, options: { read
           ? null
           : { offset: r.last_mirrored_offset.toString(), leaderEpoch: r.last_mirrored_epoch ?? -1, checksum: r.last_mirrored_checksum ?? '' },
       lease: r.lease_epoch === null ? null : { owner: r.lease_owner, epoch: r.lease_epoch.toString(), expiresAt: r.lease_expires_at?.toISOString() ?? null },
-      recordsLost: (lost.get(partitionName(r.topic, r.partition)) ?? 0n).toString(),
+      recordsLost: (losses.lost.get(partitionName(r.topic, r.partition)) ?? 0n).toString(),
       updatedAt: r.updated_at.toISOString(),
     });
   }
@@ -78,26 +82,11 @@ export async function describeMirror(db: Db | Trx, name: string, options: { read
     exclude: mirror.exclude,
     groupInclude: mirror.group_include,
     groupExclude: mirror.group_exclude,
+    onRecordsLost: losses.policy,
     createdAt: mirror.created_at.toISOString(),
     updatedAt: mirror.updated_at.toISOString(),
     topics: topics.map((t) => ({ topic: t.topic, partitionCount: t.partition_count, partitions: byTopic.get(t.topic) ?? [] })),
   };
-}
-
-/** Records lost per partition (topic-partition → count), from the PartitionRecordsLost events since
- *  the mirror's latest MirrorCreated (a deleted mirror's name may be used again). Such events are
- *  rare: each is one retention overtaking one partition. */
-async function recordsLost(db: Db | Trx, mirror: string): Promise<Map<string, bigint>> {
-  const stream = mirrorStreamId(mirror);
-  const created = await db.selectFrom('events').select((eb) => eb.fn.max('position').as('at')).where('stream_id', '=', stream).where('type', '=', 'MirrorCreated').executeTakeFirst();
-  const out = new Map<string, bigint>();
-  if (created?.at === null || created?.at === undefined) return out;
-  const rows = await db.selectFrom('events').select('data').where('stream_id', '=', stream).where('type', '=', 'PartitionRecordsLost').where('position', '>', created.at).execute();
-  for (const { data } of rows) {
-    const key = partitionName(String(data.topic), Number(data.partition));
-    out.set(key, (out.get(key) ?? 0n) + BigInt(String(data.to)) - BigInt(String(data.from)));
-  }
-  return out;
 }
 
 export interface MirrorSummary {

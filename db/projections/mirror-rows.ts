@@ -149,6 +149,7 @@ export function collectMirrorChanges(changes: MirrorChanges, event: MirrorEvent,
     case 'MirrorGroupFilterChanged':
     case 'FailbackTopicPrepared':
     case 'PartitionRecordsLost':
+    case 'RecordsLossAccepted':
       return;
   }
 }

@@ -64,6 +64,18 @@ describe('usage errors', () => {
     expect(code).toBe(2);
     expect(stderr).toMatch(/^error INVALID_ARGUMENT: unknown option '--bogus'/);
   });
+
+  it('a value outside an option\'s choices is INVALID_ARGUMENT naming the choices', async () => {
+    const { code, stderr } = await run('create', 'm', '--source', 'a', '--destination', 'b', '--on-records-lost', 'skip');
+    expect(code).toBe(2);
+    expect(stderr).toMatch(/^error INVALID_ARGUMENT: .*'skip' is invalid.*continue, fail/);
+  });
+
+  it('retry --accept-records-lost without --reason is refused before anything is started', async () => {
+    const { code, stderr } = await run('retry', 'm', '--accept-records-lost');
+    expect(code).not.toBe(0);
+    expect(stderr).toMatch(/^error INVALID_ARGUMENT: --accept-records-lost needs --reason TEXT/);
+  });
 });
 
 describe('printError', () => {

@@ -247,6 +247,27 @@ describe('RecordRecordsLost', () => {
   });
 });
 
+describe('records lost: the policy and an acceptance', () => {
+  it('a mirror can be created to fail on records lost; an unknown policy is refused', () => {
+    given()
+      .when({ type: 'CreateMirror', mirror: M, sourceCluster: 'east', destinationCluster: 'west', onRecordsLost: 'fail' })
+      .then([{ type: 'MirrorCreated', data: { mirror: M, sourceCluster: 'east', destinationCluster: 'west', onRecordsLost: 'fail' } }]);
+    given()
+      .when({ type: 'CreateMirror', mirror: M, sourceCluster: 'east', destinationCluster: 'west', onRecordsLost: 'skip' as never })
+      .thenFails('INVALID_ARGUMENT', /onRecordsLost must be one of continue, fail/);
+  });
+
+  it('an operator accepts the loss for named topics (no state changes); unknown topics and none are refused', () => {
+    const accept = (topics: string[]): MirrorCommand => ({ type: 'AcceptRecordsLost', mirror: M, topics });
+    given(...mirroring).when(accept(['orders', 'orders'])).then([{ type: 'RecordsLossAccepted', data: { topics: ['orders'] } }]);
+    const before = fold(initialMirror(M), mirroring);
+    expect(fold(before, decide(accept(['orders']), before))).toEqual(before);
+    given(...mirroring).when(accept(['payments'])).thenFails('TOPIC_NOT_IN_CLUSTER_MIRROR');
+    given(...mirroring).when(accept([])).thenFails('INVALID_ARGUMENT', /name at least one topic/);
+    given().when(accept(['orders'])).thenFails('UNKNOWN_CLUSTER_MIRROR');
+  });
+});
+
 describe('DeleteMirror', () => {
   const stopped = [...mirroring, ...each('PartitionStopRequested', 'orders', 3, { mode: 'failover' }), ...each('PartitionStopped')];
 

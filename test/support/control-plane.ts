@@ -154,7 +154,7 @@ export function operationsOn(plane: () => ControlPlane) {
   const mirrored = async (
     partitions: number,
     records: number,
-    opts: { readonly sourceCluster?: string; readonly prefix?: string; readonly beforeStart?: (topic: string) => Promise<void> } = {},
+    opts: { readonly sourceCluster?: string; readonly prefix?: string; readonly beforeStart?: (topic: string) => Promise<void>; readonly create?: Partial<OperationInputs['createMirror']> } = {},
   ): Promise<{ mirror: string; topic: string }> => {
     const mirror = randomName(opts.prefix ?? 'm');
     const topic = await plane().sourceTopic({ partitions });
@@ -162,7 +162,7 @@ export function operationsOn(plane: () => ControlPlane) {
     await producer.connect();
     await sendAll(producer, topic, messages(records, partitions));
     await producer.disconnect();
-    await run('createMirror', { mirror, sourceCluster: opts.sourceCluster ?? 'src', destinationCluster: 'dst' });
+    await run('createMirror', { mirror, sourceCluster: opts.sourceCluster ?? 'src', destinationCluster: 'dst', ...opts.create });
     await opts.beforeStart?.(topic);
     await run('startTopics', { mirror, topics: [topic] });
     await expect.poll(() => ends('dest', topic, partitions), { timeout: 30_000 }).toEqual(await ends('source', topic, partitions));

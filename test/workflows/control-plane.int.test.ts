@@ -20,6 +20,18 @@ afterAll(async () => t?.close());
 
 const { run, refusal, ends, mirrored } = operationsOn(() => t);
 
+/** Pause the mirror, let the source grow by `more`, cut the source's log at `cut` (DeleteRecords
+ *  stands in for retention overtaking the paused partitions), resume. */
+async function retentionOvertakes(mirror: string, topic: string, more: Parameters<typeof sendAll>[2], cut: Map<number, bigint>): Promise<void> {
+  await run('pauseTopics', { mirror, allTopics: true });
+  const producer = t.sourceKafka.producer({ idempotent: true, maxInFlightRequests: 1 });
+  await producer.connect();
+  await sendAll(producer, topic, more);
+  await producer.disconnect();
+  await t.source.deleteRecords(topic, cut);
+  await run('resumeTopics', { mirror, allTopics: true });
+}
+
 describe('a mirror from the first request to copying', () => {
   const mirror = randomName('m');
   let topic: string;
@@ -77,14 +89,8 @@ describe('a mirror from the first request to copying', () => {
 
   it('retention overtaking a paused partition: the lost range is an event and describe counts it; the rest mirrors', async () => {
     const { mirror: lossMirror, topic: lossTopic } = await mirrored(2, 200, { prefix: 'loss' });
-    await run('pauseTopics', { mirror: lossMirror, allTopics: true });
-    const producer = t.sourceKafka.producer({ idempotent: true, maxInFlightRequests: 1 });
-    await producer.connect();
-    await sendAll(producer, lossTopic, messages(200, 2, { from: 200 }));
-    await producer.disconnect();
-    // Retention (DeleteRecords stands in for it) removes partition 0's unmirrored records 100-169.
-    await t.source.deleteRecords(lossTopic, new Map([[0, 170n]]));
-    await run('resumeTopics', { mirror: lossMirror, allTopics: true });
+    // Retention removes partition 0's unmirrored records 100-169.
+    await retentionOvertakes(lossMirror, lossTopic, messages(200, 2, { from: 200 }), new Map([[0, 170n]]));
     await expect.poll(() => ends('dest', lossTopic, 2), { timeout: 30_000 }).toEqual([200n, 200n]);
     const lost = (await readStream(t.db, mirrorStreamId(lossMirror))).filter((e) => e.type === 'PartitionRecordsLost');
     expect(lost.map((e) => e.data)).toEqual([{ topic: lossTopic, partition: 0, from: '100', to: '170' }]);
@@ -92,6 +98,39 @@ describe('a mirror from the first request to copying', () => {
     const described = await describeMirror(t.db, lossMirror);
     expect(described.topics[0]!.partitions.map((p) => p.recordsLost)).toEqual(['70', '0']);
     for (const p of [0, 1]) expect(await verifyPartition(t.source, t.dest, lossTopic, p)).toMatchObject({ equal: true });
+  });
+
+  it('a mirror set to fail on records lost fails the partition (RECORDS_LOST) until an operator accepts the loss', async () => {
+    const { mirror: strict, topic: strictTopic } = await mirrored(2, 200, { prefix: 'strict', create: { onRecordsLost: 'fail' } });
+    await retentionOvertakes(strict, strictTopic, messages(200, 2, { from: 200 }), new Map([[1, 150n]]));
+    // Partition 0 mirrors on; partition 1 fails, its destination held at the loss.
+    await expect.poll(async () => (await describeMirror(t.db, strict)).topics[0]!.partitions.map((p) => [p.state, p.error?.code ?? null]), { timeout: 30_000 }).toEqual([
+      ['MIRRORING', null],
+      ['FAILED', 'RECORDS_LOST'],
+    ]);
+    await expect.poll(() => ends('dest', strictTopic, 2), { timeout: 30_000 }).toEqual([200n, 100n]);
+    const failed = (await describeMirror(t.db, strict)).topics[0]!.partitions[1]!;
+    expect(failed).toMatchObject({ retryable: false, recordsLost: '0' });
+    expect(failed.error!.message).toMatch(/offsets 100\.\.149 .*retry with --accept-records-lost/);
+    expect((await readStream(t.db, mirrorStreamId(strict))).some((e) => e.type === 'PartitionRecordsLost')).toBe(false);
+    // A plain retry fails again; accepting the loss (with a reason) lets it skip the range, recorded.
+    expect(await refusal('retryPartitions', { mirror: strict, acceptRecordsLost: true })).toMatchObject({ code: 'INVALID_ARGUMENT' });
+    const retried = await run('retryPartitions', { mirror: strict, topics: [strictTopic], acceptRecordsLost: true, actor: 'carol', reason: 'owners agreed' });
+    expect(retried).toMatchObject({ retried: 1, recordsLostAccepted: [strictTopic] });
+    await expect.poll(() => ends('dest', strictTopic, 2), { timeout: 30_000 }).toEqual([200n, 200n]);
+    const events = await readStream(t.db, mirrorStreamId(strict));
+    expect(events.find((e) => e.type === 'RecordsLossAccepted')).toMatchObject({ data: { topics: [strictTopic] }, metadata: { actor: 'carol', reason: 'owners agreed' } });
+    expect(events.filter((e) => e.type === 'PartitionRecordsLost').map((e) => e.data)).toEqual([{ topic: strictTopic, partition: 1, from: '100', to: '150' }]);
+    const described = await describeMirror(t.db, strict);
+    expect(described).toMatchObject({ onRecordsLost: 'fail' });
+    expect(described.topics[0]!.partitions.map((p) => [p.state, p.recordsLost])).toEqual([
+      ['MIRRORING', '0'],
+      ['MIRRORING', '50'],
+    ]);
+    for (const p of [0, 1]) expect(await verifyPartition(t.source, t.dest, strictTopic, p)).toMatchObject({ equal: true });
+    // The acceptance was used up: a second loss in that partition fails it again.
+    await retentionOvertakes(strict, strictTopic, messages(100, 2, { from: 400 }), new Map([[1, 220n]]));
+    await expect.poll(async () => (await describeMirror(t.db, strict)).topics[0]!.partitions[1]!.error?.code ?? null, { timeout: 30_000 }).toBe('RECORDS_LOST');
   });
 
   it('bad requests fail with their code and append nothing', async () => {
