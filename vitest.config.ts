@@ -18,7 +18,7 @@ export default defineConfig({
         },
       },
       {
-        // Drills need a stack of another shape (a 3-broker destination): scripts/drill.sh.
+        // Drills need a stack of another shape (3-broker clusters): scripts/drill.sh.
         test: {
           name: 'drill',
           include: ['test/**/*.drill.test.ts'],

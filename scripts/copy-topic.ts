@@ -10,7 +10,7 @@ import { ByteBudget } from '../kafka/budget.ts';
 import { createKafka } from '../kafka/connection.ts';
 import { copy, type CopyOptions } from '../kafka/copier.ts';
 import { RawCluster } from '../kafka/protocol.ts';
-import { connectionFor, formattedDestNodes } from './stack/kafka.ts';
+import { connectionFor } from './stack/kafka.ts';
 
 export interface CopyTopicArgs {
   readonly databaseUrl: string;
@@ -36,7 +36,7 @@ const emit = (event: Record<string, unknown>): Promise<void> =>
 const db = createDatabase(args.databaseUrl, { maxConnections: 4 });
 const sessions = Array.from({ length: args.sessionPerCopier ? args.copiers : 1 }, () => ({
   source: new RawCluster(createKafka(connectionFor('source'))),
-  destination: new RawCluster(createKafka(connectionFor('dest', formattedDestNodes() ?? 1))),
+  destination: new RawCluster(createKafka(connectionFor('dest'))),
 }));
 await Promise.all(sessions.flatMap((s) => [s.source.connect(), s.destination.connect()]));
 const gc = (globalThis as { gc?: () => void }).gc;

@@ -5,21 +5,23 @@ import { Command, InvalidArgumentError } from 'commander';
 import { rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { isKmirrorError } from '../domain/errors.ts';
-import { connectionFor, formattedDestNodes, runningNodes, startCluster, stopCluster, wipeKafka } from './stack/kafka.ts';
+import { connectionFor, formattedNodes, runningNodes, startCluster, stopCluster, wipeKafka, type ClusterName } from './stack/kafka.ts';
 import { databaseUrl, postgresPid, postgresReady, startPostgres, stopPostgres, wipePostgres } from './stack/postgres.ts';
 import { ensureDir } from './stack/proc.ts';
 import { ensureStackSecrets, secretFiles } from './stack/secrets.ts';
 import { startTemporal, stopTemporal, temporalAddress, temporalPid, temporalReady, temporalUiUrl } from './stack/temporal.ts';
 import { stopWorker, workerPid } from './stack/worker.ts';
-import { DEST_SUPER_USER, MAX_DEST_NODES, stackDir, TASK_QUEUE, type EndpointName } from './stack/topology.ts';
+import { DEST_SUPER_USER, MAX_NODES, stackDir, TASK_QUEUE, type EndpointName } from './stack/topology.ts';
 
 const parts = ['postgres', 'temporal', 'source', 'dest'] as const;
 type Part = (typeof parts)[number];
 
-function endpoints(destNodes: number): Record<EndpointName, string> {
+type NodeCounts = Record<ClusterName, number>;
+
+function endpoints(nodes: NodeCounts): Record<EndpointName, string> {
   return {
-    SOURCE_BOOTSTRAP: connectionFor('source').bootstrap.join(','),
-    DEST_BOOTSTRAP: connectionFor('dest', destNodes).bootstrap.join(','),
+    SOURCE_BOOTSTRAP: connectionFor('source', nodes.source).bootstrap.join(','),
+    DEST_BOOTSTRAP: connectionFor('dest', nodes.dest).bootstrap.join(','),
     DEST_SECURITY_PROTOCOL: 'SASL_PLAINTEXT',
     DEST_SASL_MECHANISM: 'plain',
     DEST_SASL_USERNAME: DEST_SUPER_USER,
@@ -49,28 +51,33 @@ function parseParts(value: string): Part[] {
 
 function parseNodes(value: string): number {
   const n = Number(value);
-  if (!Number.isInteger(n) || n < 1 || n > MAX_DEST_NODES) throw new InvalidArgumentError(`must be 1..${MAX_DEST_NODES}`);
+  if (!Number.isInteger(n) || n < 1 || n > MAX_NODES) throw new InvalidArgumentError(`must be 1..${MAX_NODES}`);
   return n;
 }
 
-async function up(opts: { destNodes?: number; quiet?: boolean; only?: Part[] }): Promise<void> {
+/** Each cluster's nodes: as asked, else as formatted (so `up --quiet` from the test scripts does
+ *  not shrink a 3-node cluster), else 1. */
+const nodeCounts = (asked: Partial<NodeCounts> = {}): NodeCounts => ({
+  source: asked.source ?? formattedNodes('source') ?? 1,
+  dest: asked.dest ?? formattedNodes('dest') ?? 1,
+});
+
+async function up(opts: { sourceNodes?: number; destNodes?: number; quiet?: boolean; only?: Part[] }): Promise<void> {
   const log = opts.quiet ? () => {} : (line: string) => process.stderr.write(`${line}\n`);
   const started = Date.now();
   const chosen = new Set(opts.only ?? parts);
-  // Without --dest-nodes, keep whatever the destination was formatted with (so `up --quiet` from
-  // the test scripts does not shrink a 3-node destination).
-  const destNodes = opts.destNodes ?? formattedDestNodes() ?? 1;
+  const nodes = nodeCounts({ ...(opts.sourceNodes === undefined ? {} : { source: opts.sourceNodes }), ...(opts.destNodes === undefined ? {} : { dest: opts.destNodes }) });
   ensureDir(stackDir);
   ensureStackSecrets();
   const starts: Promise<void>[] = [];
   if (chosen.has('postgres')) starts.push(startPostgres(log));
-  if (chosen.has('source')) starts.push(startCluster('source', 1, log));
-  if (chosen.has('dest')) starts.push(startCluster('dest', destNodes, log));
+  if (chosen.has('source')) starts.push(startCluster('source', nodes.source, log));
+  if (chosen.has('dest')) starts.push(startCluster('dest', nodes.dest, log));
   if (chosen.has('temporal')) starts.push(startTemporal(log));
   const results = await Promise.allSettled(starts);
   const failures = results.filter((r): r is PromiseRejectedResult => r.status === 'rejected');
   if (failures.length > 0) throw failures[0]!.reason;
-  const env = endpoints(destNodes);
+  const env = endpoints(nodes);
   writeFileSync(join(stackDir, 'env'), `${formatEnv(env)}\n`);
   log(`stack ready in ${((Date.now() - started) / 1000).toFixed(1)} s (state in ${stackDir})`);
   if (!opts.quiet) process.stdout.write(`${formatEnv(env)}\n`);
@@ -88,7 +95,7 @@ async function down(opts: { wipe?: boolean; only?: Part[] }): Promise<void> {
     chosen.has('dest') ? stopCluster('dest') : 0,
   ]);
   if (temporal) stopped.push('temporal');
-  if (source) stopped.push(`kafka source (${source} node)`);
+  if (source) stopped.push(`kafka source (${source} node${source === 1 ? '' : 's'})`);
   if (dest) stopped.push(`kafka dest (${dest} node${dest === 1 ? '' : 's'})`);
   if (chosen.has('postgres') && stopPostgres()) stopped.push('postgres');
   process.stderr.write(stopped.length ? `stopped: ${stopped.join(', ')}\n` : 'nothing was running\n');
@@ -101,16 +108,16 @@ async function down(opts: { wipe?: boolean; only?: Part[] }): Promise<void> {
 }
 
 async function status(opts: { json?: boolean }): Promise<void> {
-  const destNodes = formattedDestNodes() ?? 1;
+  const nodes = nodeCounts();
   const state = {
     postgres: postgresPid() !== undefined && (await postgresReady()),
     temporal: temporalPid() !== undefined && (await temporalReady().catch(() => false)),
-    source: runningNodes('source') === 1,
-    dest: runningNodes('dest') === destNodes,
+    source: runningNodes('source') === nodes.source,
+    dest: runningNodes('dest') === nodes.dest,
   };
-  const env = endpoints(destNodes);
+  const env = endpoints(nodes);
   if (opts.json) {
-    process.stdout.write(`${JSON.stringify({ parts: state, worker: workerPid() !== undefined, destNodes, endpoints: env }, null, 2)}\n`);
+    process.stdout.write(`${JSON.stringify({ parts: state, worker: workerPid() !== undefined, sourceNodes: nodes.source, destNodes: nodes.dest, endpoints: env }, null, 2)}\n`);
   } else {
     process.stdout.write(`${formatEnv(env)}\n`);
     for (const part of parts) process.stdout.write(`# ${part}: ${state[part] ? 'up' : 'down'}\n`);
@@ -125,7 +132,8 @@ const program = new Command('stack')
 program
   .command('up')
   .description('start every part (no-op for parts already running), wait until each answers, print endpoints as KEY=value')
-  .option('--dest-nodes <n>', `destination brokers (1..${MAX_DEST_NODES}); default: as formatted, else 1`, parseNodes)
+  .option('--source-nodes <n>', `source brokers (1..${MAX_NODES}); default: as formatted, else 1`, parseNodes)
+  .option('--dest-nodes <n>', `destination brokers (1..${MAX_NODES}); default: as formatted, else 1`, parseNodes)
   .option('--only <parts>', `comma-separated subset of: ${parts.join(', ')}`, parseParts)
   .option('--quiet', 'print nothing but errors')
   .action(up);

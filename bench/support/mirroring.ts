@@ -15,7 +15,7 @@ import { createKafka } from '../../kafka/connection.ts';
 import { IsolationLevel, RawCluster } from '../../kafka/protocol.ts';
 import { runCopyTopic, type CopyTopicProcess } from '../../scripts/copy-topic-process.ts';
 import type { CopyTopicArgs } from '../../scripts/copy-topic.ts';
-import { connectionFor, formattedDestNodes } from '../../scripts/stack/kafka.ts';
+import { connectionFor } from '../../scripts/stack/kafka.ts';
 import { databaseUrl } from '../../scripts/stack/postgres.ts';
 import { projectRoot } from '../../scripts/stack/topology.ts';
 import { producerPerformance, type ProducerPerfResult } from './kafka-tools.ts';
@@ -74,7 +74,7 @@ export interface BenchClusters {
 
 export async function openClusters(): Promise<BenchClusters> {
   const sourceConnection = connectionFor('source');
-  const destConnection = connectionFor('dest', formattedDestNodes() ?? 1);
+  const destConnection = connectionFor('dest');
   const sourceKafka = createKafka(sourceConnection, { retries: 8 });
   const destKafka = createKafka(destConnection, { retries: 8 });
   const source = new RawCluster(sourceKafka);

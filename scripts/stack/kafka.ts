@@ -1,7 +1,8 @@
-// Kafka part of the local stack: the source cluster (one KRaft node, PLAINTEXT) and the destination
-// cluster (1..3 KRaft nodes in combined mode, secured like a real one: SASL_PLAINTEXT/PLAIN on every
-// listener and the StandardAuthorizer; `app` gets an application's grants). Jars come from Maven
-// Central through Maven.
+// Kafka part of the local stack: the source cluster (1..3 KRaft nodes in combined mode, PLAINTEXT)
+// and the destination cluster (1..3 nodes, secured like a real one: SASL_PLAINTEXT/PLAIN on every
+// listener and the StandardAuthorizer; `app` gets an application's grants). A cluster keeps the node
+// count it was formatted with until `up --source-nodes/--dest-nodes` re-formats it (its data is
+// discarded). Jars come from Maven Central through Maven.
 import { randomBytes } from 'node:crypto';
 import { existsSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -14,11 +15,10 @@ import {
   cacheDir,
   DEST_APP_USER,
   DEST_SUPER_USER,
-  destBrokerPort,
-  destControllerPort,
+  brokerPort,
+  controllerPort,
   KAFKA_VERSION,
-  MAX_DEST_NODES,
-  ports,
+  MAX_NODES,
   projectRoot,
   stackDir,
 } from './topology.ts';
@@ -42,26 +42,24 @@ interface Node {
 }
 
 function nodesOf(cluster: ClusterName, count: number): Node[] {
-  if (cluster === 'source') {
-    return [{ cluster, id: 1, dir: join(kafkaDir, 'source-1'), brokerPort: ports.source.broker, controllerPort: ports.source.controller }];
-  }
   return Array.from({ length: count }, (_, i) => ({
     cluster,
     id: i + 1,
-    dir: join(kafkaDir, `dest-${i + 1}`),
-    brokerPort: destBrokerPort(i),
-    controllerPort: destControllerPort(i),
+    dir: join(kafkaDir, `${cluster}-${i + 1}`),
+    brokerPort: brokerPort(cluster, i),
+    controllerPort: controllerPort(cluster, i),
   }));
 }
 
 const pidFile = (node: Node): string => join(node.dir, 'kafka.pid');
 const logFile = (node: Node): string => join(node.dir, 'kafka.log');
-const destNodesFile = join(kafkaDir, 'dest.nodes');
+const nodesFile = (cluster: ClusterName): string => join(kafkaDir, `${cluster}.nodes`);
 
-/** Node count the destination was formatted with (its quorum), if formatted. */
-export function formattedDestNodes(): number | undefined {
-  if (!existsSync(destNodesFile)) return undefined;
-  return Number.parseInt(readFileSync(destNodesFile, 'utf8'), 10);
+/** Node count a cluster was formatted with (its quorum), if formatted. (A source formatted before
+ *  the count was recorded has one node.) */
+export function formattedNodes(cluster: ClusterName): number | undefined {
+  if (existsSync(nodesFile(cluster))) return Number.parseInt(readFileSync(nodesFile(cluster), 'utf8'), 10);
+  return cluster === 'source' && existsSync(join(kafkaDir, 'source-1', 'data', 'meta.properties')) ? 1 : undefined;
 }
 
 export function javaCommand(): string {
@@ -212,21 +210,22 @@ function clusterId(cluster: ClusterName): string {
 }
 
 export function runningNodes(cluster: ClusterName): number {
-  const count = cluster === 'source' ? 1 : MAX_DEST_NODES;
-  return nodesOf(cluster, count).filter((n) => runningPid(pidFile(n)) !== undefined).length;
+  return nodesOf(cluster, MAX_NODES).filter((n) => runningPid(pidFile(n)) !== undefined).length;
 }
 
 /** The destination as its ordinary application user `app` (what a producer of the new primary is). */
-export function appConnection(nodeCount = 1): ClusterConnection {
+export function appConnection(nodeCount = formattedNodes('dest') ?? 1): ClusterConnection {
   const { destAppPassword } = ensureStackSecrets();
   return { ...connectionFor('dest', nodeCount), sasl: { mechanism: 'plain', username: DEST_APP_USER, password: destAppPassword } };
 }
 
-export function connectionFor(cluster: ClusterName, nodeCount = 1): ClusterConnection {
-  if (cluster === 'source') return { bootstrap: [`127.0.0.1:${ports.source.broker}`], securityProtocol: 'PLAINTEXT' };
+/** How kmirror reaches a local cluster (default: every node it was formatted with). */
+export function connectionFor(cluster: ClusterName, nodeCount = formattedNodes(cluster) ?? 1): ClusterConnection {
+  const bootstrap = nodesOf(cluster, nodeCount).map((n) => `127.0.0.1:${n.brokerPort}`);
+  if (cluster === 'source') return { bootstrap, securityProtocol: 'PLAINTEXT' };
   const { destKmirrorPassword } = ensureStackSecrets();
   return {
-    bootstrap: nodesOf('dest', nodeCount).map((n) => `127.0.0.1:${n.brokerPort}`),
+    bootstrap,
     securityProtocol: 'SASL_PLAINTEXT',
     sasl: { mechanism: 'plain', username: DEST_SUPER_USER, password: destKmirrorPassword },
   };
@@ -302,17 +301,14 @@ async function grantApp(nodeCount: number, log: (line: string) => void): Promise
 
 export async function startCluster(cluster: ClusterName, nodeCount: number, log: (line: string) => void): Promise<void> {
   const nodes = nodesOf(cluster, nodeCount);
-  if (cluster === 'dest') {
-    const formatted = formattedDestNodes();
-    const running = runningNodes('dest');
-    if (formatted !== undefined && formatted !== nodeCount) {
-      if (running > 0) {
-        throw prerequisite(`the destination is running with ${formatted} node(s); run \`npm run stack -- down\` before \`up --dest-nodes ${nodeCount}\``);
-      }
-      log(`kafka dest: re-formatting for ${nodeCount} node(s) (was ${formatted}); its data is discarded`);
-      for (const n of nodesOf('dest', MAX_DEST_NODES)) rmSync(n.dir, { recursive: true, force: true });
-      rmSync(destNodesFile, { force: true });
+  const formatted = formattedNodes(cluster);
+  if (formatted !== undefined && formatted !== nodeCount) {
+    if (runningNodes(cluster) > 0) {
+      throw prerequisite(`kafka ${cluster} is running with ${formatted} node(s); run \`npm run stack -- down --only ${cluster}\` before \`up --${cluster}-nodes ${nodeCount}\``);
     }
+    log(`kafka ${cluster}: re-formatting for ${nodeCount} node(s) (was ${formatted}); its data is discarded`);
+    for (const n of nodesOf(cluster, MAX_NODES)) rmSync(n.dir, { recursive: true, force: true });
+    rmSync(nodesFile(cluster), { force: true });
   }
   if (nodes.every((n) => runningPid(pidFile(n)) !== undefined)) {
     await waitUntil(`kafka ${cluster}`, () => clusterAnswers(cluster, nodeCount), { timeoutMs: 60_000, logFile: logFile(nodes[0]!) });
@@ -333,7 +329,7 @@ export async function startCluster(cluster: ClusterName, nodeCount: number, log:
       run(format.command, format.args);
     }
   }
-  if (cluster === 'dest') writeFileSync(destNodesFile, String(nodeCount));
+  writeFileSync(nodesFile(cluster), String(nodeCount));
   log(`kafka ${cluster}: starting ${nodeCount} node(s)…`);
   const heap = process.env.KMIRROR_KAFKA_HEAP ?? '1g';
   let firstPid = 0;
@@ -352,7 +348,7 @@ export async function startCluster(cluster: ClusterName, nodeCount: number, log:
 
 export async function stopCluster(cluster: ClusterName): Promise<number> {
   let stopped = 0;
-  const nodes = nodesOf(cluster, cluster === 'source' ? 1 : MAX_DEST_NODES);
+  const nodes = nodesOf(cluster, MAX_NODES);
   const results = await Promise.all(nodes.map((n) => stopDaemon(pidFile(n), 30_000)));
   for (const r of results) if (r) stopped++;
   return stopped;
@@ -361,7 +357,7 @@ export async function stopCluster(cluster: ClusterName): Promise<number> {
 /** Stop one node (SIGTERM: a controlled shutdown) — for drills that take a broker away. Restart it
  *  with startCluster, which starts the nodes that are not running. */
 export async function stopNode(cluster: ClusterName, nodeId: number): Promise<boolean> {
-  const node = nodesOf(cluster, cluster === 'source' ? 1 : MAX_DEST_NODES).find((n) => n.id === nodeId);
+  const node = nodesOf(cluster, MAX_NODES).find((n) => n.id === nodeId);
   if (node === undefined) throw prerequisite(`kafka ${cluster} has no node ${nodeId}`);
   return stopDaemon(pidFile(node), 30_000);
 }

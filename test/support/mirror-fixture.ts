@@ -26,7 +26,7 @@ export interface MirrorFixture {
   readonly databaseUrl: string;
   producer(): Promise<Producer>;
   /** Create `topic` on both clusters (same partitions; configs on the source, destConfigs on the destination). */
-  topicPair(opts?: { partitions?: number; configs?: Record<string, string>; destConfigs?: Record<string, string>; destReplicationFactor?: number }): Promise<string>;
+  topicPair(opts?: { partitions?: number; configs?: Record<string, string>; destConfigs?: Record<string, string>; sourceReplicationFactor?: number; destReplicationFactor?: number }): Promise<string>;
   lease(topic: string, partitions: readonly number[], opts?: { owner?: string; ttlMs?: number; graceMs?: number }): PartitionLease;
   /** copy() on one topic with test defaults: a produce timeout of 2 s under a lease grace of 2.5 s. */
   copy(
@@ -74,7 +74,7 @@ export async function mirrorFixture(): Promise<MirrorFixture> {
       const topic = randomName('mirror');
       topics.push(topic);
       const spec = (configs: Record<string, string> | undefined, replicationFactor = 1) => ({ topic, partitions: opts.partitions ?? 1, replicationFactor, configs: configs ?? {} });
-      await createTopicsAndWait(sourceAdmin, [spec(opts.configs)]);
+      await createTopicsAndWait(sourceAdmin, [spec(opts.configs, opts.sourceReplicationFactor)]);
       await createTopicsAndWait(destAdmin, [spec(opts.destConfigs ?? opts.configs, opts.destReplicationFactor)]);
       return topic;
     },
