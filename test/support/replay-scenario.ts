@@ -2,9 +2,11 @@
 // collection of those histories from a control plane's task queue, their JSON form, and the replay.
 //
 // The scenario: a mirror created (its runner started), a two-partition topic with a few records
-// started, paused and resumed, and a start of an unknown topic refused. It covers every operation
-// (createMirror, startTopics, pauseTopics, resumeTopics) and the runner (mirrorRunner), including
-// a failed operation, the runner's updates and a copy the pause asks to cancel.
+// started, paused and resumed, a start of an unknown topic refused, a retry, a failover dry run, a
+// promote; then the round trip back: records written on the new primary, a failback (the reverse
+// mirror created and started by its children), the reverse mirror promoted, both mirrors deleted.
+// It covers every operation and the runner (mirrorRunner), including a failed operation, the
+// runner's updates and a copy the pause asks to cancel.
 import type { WorkflowExecutionInfo } from '@temporalio/client';
 import type { HistoryAndWorkflowId } from '@temporalio/common';
 import proto from '@temporalio/proto';
@@ -17,7 +19,7 @@ import type { ControlPlane } from './control-plane.ts';
 import { randomName } from './stack.ts';
 
 /** The workflow types the scenario runs; the replays must cover each. */
-export const SCENARIO_WORKFLOW_TYPES = ['createMirror', 'startTopics', 'pauseTopics', 'resumeTopics', 'retryPartitions', 'promote', 'failover', 'deleteMirror', 'mirrorRunner'] as const;
+export const SCENARIO_WORKFLOW_TYPES = ['createMirror', 'startTopics', 'pauseTopics', 'resumeTopics', 'retryPartitions', 'promote', 'failover', 'failback', 'deleteMirror', 'mirrorRunner'] as const;
 
 export interface ScenarioRun {
   readonly mirror: string;
@@ -50,6 +52,7 @@ export async function runReplayScenario(t: ControlPlane): Promise<ScenarioRun> {
     [...(await (cluster === 'source' ? t.source : t.dest).listOffsets(topic, [0, 1], 'latest')).values()].join(',');
   const caughtUp = async (topic: string) => {
     for (let deadline = Date.now() + 30_000; (await ends('dest', topic)) !== (await ends('source', topic)); ) {
+      // (Either way round: after the failback the source is the mirror of the destination.)
       if (Date.now() > deadline) throw new Error(`${topic}: the destination did not catch up with the source within 30 s`);
       await new Promise((r) => setTimeout(r, 250));
     }
@@ -80,6 +83,17 @@ export async function runReplayScenario(t: ControlPlane): Promise<ScenarioRun> {
     await run('retryPartitions', { mirror, actor: 'replay' });
     await run('failover', { mirror, allTopics: true, dryRun: true, actor: 'replay' });
     await run('promote', { mirror, allTopics: true, actor: 'replay', reason: 'planned switchover' });
+    // The new primary takes writes; the old one mirrors them back, then becomes the primary again.
+    const app = t.destKafka.producer({ idempotent: true, maxInFlightRequests: 1 });
+    await app.connect();
+    await app.send({ topic, messages: [0, 1].map((partition) => ({ partition, key: `back-${partition}`, value: 'written on the new primary' })) });
+    await app.disconnect();
+    const reverse = `${mirror}-reverse`;
+    workflowIds.push(`mirror:${reverse}`);
+    await run('failback', { mirror, actor: 'replay', reason: 'old primary back' });
+    await caughtUp(topic);
+    await run('promote', { mirror: reverse, allTopics: true, actor: 'replay', reason: 'round trip done' });
+    await run('deleteMirror', { mirror: reverse, actor: 'replay' });
     await run('deleteMirror', { mirror, actor: 'replay' });
   } finally {
     await producer.disconnect();

@@ -17,8 +17,12 @@ describe('replaying the histories of a real scenario', () => {
     const executions = await recordExecutions(t, run.workflowIds);
     expect(new Set(executions.map((e) => e.workflowType))).toEqual(new Set(SCENARIO_WORKFLOW_TYPES));
     // The scenario ends by deleting the mirror, which cancels its runner.
-    expect(executions.filter((e) => e.workflowType === 'mirrorRunner').map((e) => [e.workflowId, e.status])).toEqual([[`mirror:${run.mirror}`, 'CANCELLED']]);
-    expect(executions.filter((e) => e.workflowType === 'startTopics').map((e) => e.status)).toEqual(['COMPLETED', 'FAILED']);
+    expect(executions.filter((e) => e.workflowType === 'mirrorRunner').map((e) => [e.workflowId, e.status])).toEqual([
+      [`mirror:${run.mirror}`, 'CANCELLED'],
+      [`mirror:${run.mirror}-reverse`, 'CANCELLED'],
+    ]);
+    // The failback's child starts the reverse mirror's topics.
+    expect(executions.filter((e) => e.workflowType === 'startTopics').map((e) => e.status)).toEqual(['COMPLETED', 'FAILED', 'COMPLETED']);
 
     const results = await replayHistories(executions.map((e) => ({ workflowId: e.workflowId, history: e.history })));
     expect(results.map((r) => r.runId)).toEqual(executions.map((e) => e.runId));
