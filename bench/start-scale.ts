@@ -18,6 +18,8 @@
 //
 //   npm run bench -- start-scale [--topics 1000] [--partitions 10] [--records-per-partition 1]
 //        [--budget-mib 64] [--select pattern|names] [--observe-seconds 15] [--timeout-seconds 900]
+//        [--runner-history-limit N]   (the worker's KMIRROR_RUNNER_HISTORY_LIMIT: a low one makes the
+//                                      runner continue as new during the run, at this scale)
 //
 // Prints RESULT lines; the last is RESULT start_seconds=<s>.
 import { cpus, loadavg, totalmem } from 'node:os';
@@ -25,6 +27,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
 import { awaitOperation, operationWorkflowId, runnerProgress, startOperation, type OperationInputs } from '../client/index.ts';
 import { createTopicsAndWait, deleteTopicsAndWait } from '../kafka/admin.ts';
+import { createBatches } from '../kafka/mirror-topics.ts';
 import { KAFKA_VERSION } from '../scripts/stack/topology.ts';
 import { runnerWorkflowId, type OperationProgress } from '../workflows/messages.ts';
 import { deleteDenyAcls, mib, noteProfile, profileHistory, RssSampler, startControlPlane, type BenchControlPlane } from './support/control-plane.ts';
@@ -39,6 +42,7 @@ const { values } = parseArgs({
     select: { type: 'string', default: 'pattern' },
     'observe-seconds': { type: 'string', default: '15' },
     'timeout-seconds': { type: 'string', default: '900' },
+    'runner-history-limit': { type: 'string' },
   },
 });
 const topicCount = Number(values.topics);
@@ -64,14 +68,9 @@ let cp: BenchControlPlane | undefined;
 let rss: RssSampler | undefined;
 let exitCode = 0;
 
-/** The source topics, R records in each partition (one request per 100 topics). */
+/** The source topics (in requests as the product makes them), R records in each partition. */
 async function createSourceTopics(): Promise<void> {
-  for (let i = 0; i < topics.length; i += CHUNK) {
-    await createTopicsAndWait(
-      sourceAdmin,
-      topics.slice(i, i + CHUNK).map((topic) => ({ topic, partitions: partitionCount, replicationFactor: 1 })),
-    );
-  }
+  for (const batch of createBatches(topics.map((topic) => ({ topic, partitions: partitionCount, replicationFactor: 1 })))) await createTopicsAndWait(sourceAdmin, batch);
   if (recordsPerPartition === 0) return;
   const producer = sourceKafka.producer({ idempotent: true, maxInFlightRequests: 1 });
   await producer.connect();
@@ -113,7 +112,7 @@ try {
     prefix: 'bench_start',
     source: sourceConnection,
     destination: destConnection,
-    env: { KMIRROR_BUDGET_BYTES: String(budgetBytes) },
+    env: { KMIRROR_BUDGET_BYTES: String(budgetBytes), ...(values['runner-history-limit'] === undefined ? {} : { KMIRROR_RUNNER_HISTORY_LIMIT: values['runner-history-limit'] }) },
   });
   cp = plane;
   rss = new RssSampler(plane.worker.process.pid!);

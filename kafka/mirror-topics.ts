@@ -216,8 +216,33 @@ export interface CreatedTopic {
   readonly created: boolean;
 }
 
+/** Metadata records one CreateTopics request may cause. A KRaft controller refuses a request that
+ *  makes more than 10,000 (POLICY_VIOLATION: a topic is one record, each partition and each config
+ *  one more); half that leaves room. Fewer, larger requests are much faster: the same 5,000
+ *  partitions took 0.3 s in one request and 25 s in requests of 100 topics. */
+const RECORDS_PER_CREATE = 5_000;
+
+/** Topics in requests of at most RECORDS_PER_CREATE metadata records (a larger topic alone). */
+export function createBatches<T extends { readonly partitions: number; readonly configs?: Readonly<Record<string, string>> }>(specs: readonly T[]): T[][] {
+  const batches: T[][] = [];
+  let batch: T[] = [];
+  let records = 0;
+  for (const spec of specs) {
+    const cost = 1 + spec.partitions + Object.keys(spec.configs ?? {}).length;
+    if (batch.length > 0 && records + cost > RECORDS_PER_CREATE) {
+      batches.push(batch);
+      batch = [];
+      records = 0;
+    }
+    batch.push(spec);
+    records += cost;
+  }
+  if (batch.length > 0) batches.push(batch);
+  return batches;
+}
+
 /** Create the missing destination topics: the source's partition count and configs, its
- *  replication factor capped by the destination's broker count. In requests of 100 topics. */
+ *  replication factor capped by the destination's broker count (createBatches). */
 export async function createMirrorTopics(destAdmin: Admin, specs: readonly SourceTopicSpec[], missing: ReadonlySet<string>): Promise<CreatedTopic[]> {
   let brokers: number;
   try {
@@ -227,12 +252,8 @@ export async function createMirrorTopics(destAdmin: Admin, specs: readonly Sourc
   }
   const toCreate = specs.filter((s) => missing.has(s.topic));
   try {
-    for (let i = 0; i < toCreate.length; i += 100) {
-      await createTopicsAndWait(
-        destAdmin,
-        toCreate.slice(i, i + 100).map((s) => ({ topic: s.topic, partitions: s.partitionCount, replicationFactor: Math.min(s.replicationFactor, brokers), configs: { ...s.configs, ...MIRROR_TOPIC_CONFIGS } })),
-      );
-    }
+    const topicSpecs = toCreate.map((s) => ({ topic: s.topic, partitions: s.partitionCount, replicationFactor: Math.min(s.replicationFactor, brokers), configs: { ...s.configs, ...MIRROR_TOPIC_CONFIGS } }));
+    for (const batch of createBatches(topicSpecs)) await createTopicsAndWait(destAdmin, batch);
   } catch (err) {
     throw kafkaFailure(err, 'create destination topics');
   }
