@@ -30,6 +30,14 @@ async function failedOver(): Promise<{ mirror: string; topic: string }> {
   return { mirror, topic };
 }
 
+/** The old primary takes writes after the failover point (split brain): 2 records in partition 0, 1 in 1. */
+async function splitBrain(topic: string): Promise<void> {
+  const stray = t.sourceKafka.producer();
+  await stray.connect();
+  await stray.send({ topic, messages: [{ partition: 0, key: 'late-1', value: 'written on the old primary' }, { partition: 0, key: 'late-2', value: 'also' }, { partition: 1, key: 'late-3', value: 'and here' }] });
+  await stray.disconnect();
+}
+
 async function roundTrip(mirror: string, topic: string): Promise<void> {
   const reverse = `${mirror}-reverse`;
   // The old primary mirrors the new one until nothing is behind, then it is promoted back.
@@ -61,11 +69,7 @@ describe('failback', () => {
 
   it('with a divergent tail: dry run lists it; the run archives it, recreates the topic on the old primary and re-mirrors it', async () => {
     const { mirror, topic } = await failedOver();
-    // The old primary took writes after the failover point (split brain).
-    const stray = t.sourceKafka.producer();
-    await stray.connect();
-    await stray.send({ topic, messages: [{ partition: 0, key: 'late-1', value: 'written on the old primary' }, { partition: 0, key: 'late-2', value: 'also' }, { partition: 1, key: 'late-3', value: 'and here' }] });
-    await stray.disconnect();
+    await splitBrain(topic);
     const dry = await run('failback', { mirror, dryRun: true });
     expect(dry.topics).toMatchObject([
       {
@@ -90,6 +94,22 @@ describe('failback', () => {
     await roundTrip(mirror, topic);
     const decided = (await readStream(t.db, mirrorStreamId(mirror))).find((e) => e.type === 'FailbackTopicPrepared');
     expect(decided?.data).toMatchObject({ topic, action: 'recreate', archiveTopic, partitions: [{ divergent: { from: '100', to: '102', records: 2 } }, { divergent: { records: 1 } }] });
+  });
+
+  it('with a divergent tail and divergent "discard": no archive, the topic recreated and re-mirrored, the decision recorded', async () => {
+    const { mirror, topic } = await failedOver();
+    await splitBrain(topic);
+    const topicsBefore = new Set(await t.sourceAdmin.listTopics());
+    const result = await run('failback', { mirror, divergent: 'discard', actor: 'oncall', reason: 'the late writes were test traffic' });
+    expect(result.topics[0]).toMatchObject({ topic, action: 'recreate', archiveTopic: null });
+    expect((await t.sourceAdmin.listTopics()).filter((n) => !topicsBefore.has(n) && n.startsWith(topic))).toEqual([]);
+    await roundTrip(mirror, topic);
+    const decided = (await readStream(t.db, mirrorStreamId(mirror))).find((e) => e.type === 'FailbackTopicPrepared');
+    expect(decided).toMatchObject({
+      // The discarded ranges are recorded; their records were not read, so not counted.
+      data: { topic, action: 'recreate', archiveTopic: null, partitions: [{ divergent: { from: '100', to: '102', records: null } }, { divergent: { from: '100', to: '101', records: null } }] },
+      metadata: { actor: 'oncall', reason: 'the late writes were test traffic' },
+    });
   });
 
   it('refuses a mirror that never failed over', async () => {

@@ -8,6 +8,7 @@ import { executeMirrorCommand } from '../../db/mirror-store.ts';
 import { createKafka } from '../../kafka/connection.ts';
 import { verifyPartition } from '../../kafka/verify.ts';
 import { statusQuery } from '../../workflows/messages.ts';
+import { mirrorStreamId } from '../../domain/events.ts';
 import { controlPlane, operationsOn, type ControlPlane } from '../support/control-plane.ts';
 import { messages, sendAll } from '../support/mirror-fixture.ts';
 import { destAppConnection, randomName, sourceConnection } from '../support/stack.ts';
@@ -102,6 +103,33 @@ describe('promote', () => {
     expect(result.partitions.map((p) => p.recordsBehind)).toEqual(['0', '0']);
     expect((await ends('dest', topic, 2)).reduce((a, b) => a + b, 0n)).toBe(BigInt(sent));
     for (const p of all(2)) expect(await verifyPartition(t.source, t.dest, topic, p)).toMatchObject({ equal: true });
+  });
+
+  it('times out with PROMOTE_TIMEOUT when the lag cannot reach 0 (a stuck writer holds the lease), pointing to failover; nothing stopped', async () => {
+    const { mirror, topic } = await mirrored(1, 10);
+    // Another owner takes the partition's lease for an hour: the copy loses it at its next renewal
+    // and its successors wait, so nothing is copied while the source grows.
+    await t.db
+      .updateTable('partition_leases')
+      .set((eb) => ({ owner: 'stuck-worker', epoch: eb('epoch', '+', 1n), expires_at: new Date(Date.now() + 3_600_000) }))
+      .where('mirror', '=', mirror)
+      .execute();
+    await new Promise((r) => setTimeout(r, 7_000)); // past the lease ttl (6 s): the copy has noticed
+    const producer = t.sourceKafka.producer({ idempotent: true, maxInFlightRequests: 1 });
+    await producer.connect();
+    await sendAll(producer, topic, messages(50, 1, { from: 10 }));
+    await producer.disconnect();
+    await new Promise((r) => setTimeout(r, 1_000));
+    expect(await ends('dest', topic, 1)).toEqual([10n]);
+    const before = (await t.db.selectFrom('events').select('position').where('stream_id', '=', mirrorStreamId(mirror)).execute()).length;
+    const refused = await refusal('promote', { mirror, allTopics: true, timeoutSeconds: 2 });
+    expect(refused).toMatchObject({ code: 'PROMOTE_TIMEOUT', message: expect.stringMatching(/lag \(50 records in 1 partitions\) did not reach 0 within 2 s.*kmirror failover/) });
+    const rows = await t.db.selectFrom('mirror_partitions').select('state').where('mirror', '=', mirror).execute();
+    expect(rows.map((r) => r.state)).toEqual(['MIRRORING']);
+    expect((await t.db.selectFrom('events').select('position').where('stream_id', '=', mirrorStreamId(mirror)).execute()).length).toBe(before);
+    // The stuck owner gone, mirroring catches up by itself.
+    await t.db.updateTable('partition_leases').set({ owner: null, expires_at: null }).where('mirror', '=', mirror).execute();
+    await expect.poll(() => ends('dest', topic, 1), { timeout: 60_000 }).toEqual([60n]);
   });
 
   it('refuses while a partition is PAUSED (its lag cannot reach 0), and changes nothing', async () => {
