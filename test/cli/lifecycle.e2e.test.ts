@@ -1,6 +1,7 @@
 // A mirror's whole lifecycle through the `kmirror` binary, as an operator runs it on the local
 // stack: register two clusters, create a mirror, start, pause and resume a topic, read `list`,
-// `describe` and `history`, and the failures an operator meets (each an exit code, the common
+// `describe`, `groups`, `verify` and `history`, fail one topic over (--include), fail back, promote
+// the reverse mirror, delete both, and the failures an operator meets (each an exit code, the common
 // error format, and no event appended). Every command is a child process (`node --import tsx
 // cli/main.ts`) on this file's database and task queue; controlPlane() supplies both and the worker.
 import type { Producer } from 'kafkajs';
@@ -78,7 +79,7 @@ afterAll(async () => {
 /** Operations wait for their workflow and `cluster add` for the cluster; every other command
  *  answers in seconds. */
 const waits = (args: readonly string[]): boolean =>
-  !args.includes('--help') && (['create', 'start', 'pause', 'resume'].includes(args[0]!) || (args[0] === 'cluster' && args[1] === 'add'));
+  !args.includes('--help') && (['create', 'start', 'pause', 'resume', 'failover', 'promote', 'failback', 'delete'].includes(args[0]!) || (args[0] === 'cluster' && args[1] === 'add'));
 
 /** `kmirror <args>` as a child process from the repository root. A command that has not exited in
  *  time is killed (code null): a CLI that prints its answer and then hangs is a bug. */
@@ -229,8 +230,8 @@ describe('kmirror lifecycle', () => {
 
     await produce(150);
     const d = await caughtUp();
-    expect(Object.keys(d).sort()).toEqual(['clusters', 'destinationCluster', 'exclude', 'include', 'name', 'partitions', 'sourceCluster', 'state'].sort());
-    expect(d).toMatchObject({ name: mirror, sourceCluster: 'east', destinationCluster: 'west', include: [], exclude: [] });
+    expect(Object.keys(d).sort()).toEqual(['clusters', 'destinationCluster', 'exclude', 'include', 'name', 'onRecordsLost', 'partitions', 'sourceCluster', 'state'].sort());
+    expect(d).toMatchObject({ name: mirror, sourceCluster: 'east', destinationCluster: 'west', include: [], exclude: [], onRecordsLost: 'continue' });
     expect(d.clusters).toEqual({ source: { cluster: 'east', reachable: true }, destination: { cluster: 'west', reachable: true } });
     const ends = endsAfter(produced);
     expect(d.partitions).toEqual(
@@ -435,6 +436,51 @@ describe('kmirror lifecycle', () => {
     const verifiedJson = await kmirrorJson<HistoryJson>('history', mirror, '--verify', '--limit', '1');
     expect(verifiedJson.events).toHaveLength(1);
     expect(verifiedJson.chain).toMatchObject({ ok: true });
+  });
+
+  it('the round trip: failover --include (dry run first), failback, promote of the reverse mirror, delete both', async () => {
+    const include = `${escape(topic)}$`;
+    type Stop = { result: { mode: string; dryRun: boolean; states: Record<string, number>; partitions: { topic: string; partition: number; recordsBehind: string | null }[] } };
+    const dry = await kmirrorJson<Stop>('failover', mirror, '--include', include, '--dry-run');
+    expect(dry.result).toMatchObject({ mode: 'failover', dryRun: true });
+    expect(dry.result.partitions.map((p) => [p.topic, p.partition, p.recordsBehind])).toEqual(allPartitions(PARTITIONS).map((p) => [topic, p, '0']));
+    expect((await kmirrorJson<DescribedMirror>('describe', mirror)).partitions.filter((p) => p.topic === topic).map((p) => p.state)).toEqual(allPartitions(PARTITIONS).map(() => 'MIRRORING'));
+    const failover = await kmirror('failover', mirror, '--include', include, '--actor', 'oncall', '--reason', 'east region down');
+    expect.soft(failover.code, ended(failover)).toBe(0);
+    expect(failover.stdout).toMatch(new RegExp(`failover: ${PARTITIONS} STOPPED in [\\d.]+ s; records behind the source \\(RPO\\): 0`));
+    expect(failover.stdout).toContain("writable: DENY WRITE lifted for User:app");
+
+    // The new primary takes writes; the old one comes back and mirrors them.
+    const app = t.destKafka.producer({ idempotent: true, maxInFlightRequests: 1 });
+    await app.connect();
+    await sendAll(app, topic, messages(30, PARTITIONS, { from: 100_000 }));
+    await app.disconnect();
+    type Failback = { result: { reverseMirror: string; dryRun: boolean; topics: { topic: string; action: string }[] } };
+    const reverse = `${mirror}-reverse`;
+    expect((await kmirrorJson<Failback>('failback', mirror, '--dry-run')).result).toMatchObject({ reverseMirror: reverse, dryRun: true, topics: [{ topic, action: 'continue' }] });
+    const failback = await kmirror('failback', mirror, '--reason', 'east is back');
+    expect.soft(failback.code, ended(failback)).toBe(0);
+    expect(failback.stdout).toContain(`the old primary now mirrors the new one through ${reverse}; when its lag is 0: kmirror promote ${reverse} --all-topics`);
+    const all = allPartitions(PARTITIONS);
+    await expect.poll(async () => [...(await t.source.listOffsets(topic, all, 'latest')).values()], { timeout: 60_000, interval: 500 }).toEqual([...(await t.dest.listOffsets(topic, all, 'latest')).values()]);
+    const promoted = await kmirrorJson<Stop>('promote', reverse, '--all-topics');
+    expect(promoted.result).toMatchObject({ mode: 'promote', states: { STOPPED: PARTITIONS } });
+    const deleteMirror = async (name: string) => {
+      const deleted = await kmirror('delete', name);
+      expect.soft(deleted.code, ended(deleted)).toBe(0);
+      expect(deleted.stdout).toBe(`mirror ${name} deleted\n`);
+    };
+    await deleteMirror(reverse);
+    // --include stopped only its topic: the one `start --no-wait` added is still mirroring.
+    const refused = await kmirror('delete', mirror);
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toMatch(/error CLUSTER_MIRROR_NOT_EMPTY: .* is MIRRORING/);
+    const rest = await kmirror('failover', mirror, '--all-topics');
+    expect.soft(rest.code, ended(rest)).toBe(0);
+    await deleteMirror(mirror);
+    const events = await readStream(t.db, stream);
+    expect(events.find((e) => e.type === 'PartitionStopRequested')?.metadata).toMatchObject({ actor: 'oncall', reason: 'east region down' });
+    expect(events.at(-1)?.type).toBe('MirrorDeleted');
   });
 
   it('every command has --help with a usage and an example', async () => {
