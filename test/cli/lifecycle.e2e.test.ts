@@ -10,6 +10,7 @@ import { readVar } from '../../config.ts';
 import { readStream } from '../../db/event-store/read-stream.ts';
 import { clusterStreamId, mirrorStreamId } from '../../domain/events.ts';
 import { buildProgram } from '../../cli/program.ts';
+import { readCommitted, verifyPartition } from '../../kafka/verify.ts';
 import { run } from '../support/child.ts';
 import { controlPlane, type ControlPlane } from '../support/control-plane.ts';
 import { allPartitions, messages, sendAll } from '../support/mirror-fixture.ts';
@@ -481,6 +482,37 @@ describe('kmirror lifecycle', () => {
     const events = await readStream(t.db, stream);
     expect(events.find((e) => e.type === 'PartitionStopRequested')?.metadata).toMatchObject({ actor: 'oncall', reason: 'east region down' });
     expect(events.at(-1)?.type).toBe('MirrorDeleted');
+  });
+
+  it('the round trip with a divergent tail: failback --dry-run lists it, failback archives it and re-mirrors the topic, promote back', async () => {
+    const m = randomName('life-div');
+    const tp = await t.sourceTopic({ partitions: 2 });
+    t.track(tp);
+    await sendAll(producer, tp, messages(40, 2));
+    for (const args of [['create', m, '--source', 'east', '--destination', 'west'], ['start', m, '--topic', tp]]) {
+      const r = await kmirror(...args);
+      expect.soft(r.code, ended(r)).toBe(0);
+    }
+    const both = [0, 1];
+    const endsOf = async (cluster: 'source' | 'dest') => [...(await (cluster === 'source' ? t.source : t.dest).listOffsets(tp, both, 'latest')).values()];
+    await expect.poll(() => endsOf('dest'), { timeout: 30_000 }).toEqual([20n, 20n]);
+    expect((await kmirror('failover', m, '--all-topics')).code).toBe(0);
+    // Split brain: the old primary took two writes after the failover point.
+    await producer.send({ topic: tp, messages: [{ partition: 0, key: 'late-0', value: 'on the old primary' }, { partition: 1, key: 'late-1', value: 'here too' }] });
+    type Failback = { result: { topics: { topic: string; action: string; archiveTopic: string | null; partitions: { divergent: { from: string; to: string } | null }[] }[] } };
+    const dry = (await kmirrorJson<Failback>('failback', m, '--dry-run')).result.topics[0]!;
+    expect(dry).toMatchObject({ topic: tp, action: 'recreate', partitions: [{ divergent: { from: '20', to: '21' } }, { divergent: { from: '20', to: '21' } }] });
+    const done = (await kmirrorJson<Failback>('failback', m)).result.topics[0]!;
+    t.track(done.archiveTopic!);
+    expect(done.archiveTopic).toMatch(new RegExp(`^${escape(tp)}\\.kmirror-divergent-`));
+    const archived: string[] = [];
+    for (const p of both) for await (const r of readCommitted(t.source, done.archiveTopic!, p, 0n, (await t.source.listOffsets(done.archiveTopic!, [p], 'latest')).get(p)!)) archived.push(String(r.key));
+    expect(archived.sort()).toEqual(['late-0', 'late-1']);
+    // The recreated topic on the old primary mirrors the new one from offset 0, record by record.
+    await expect.poll(() => endsOf('source'), { timeout: 60_000 }).toEqual(await endsOf('dest'));
+    for (const p of both) expect(await verifyPartition(t.dest, t.source, tp, p)).toMatchObject({ equal: true, recordsCompared: 20 });
+    expect((await kmirror('promote', `${m}-reverse`, '--all-topics')).code).toBe(0);
+    for (const name of [`${m}-reverse`, m]) expect((await kmirror('delete', name)).code).toBe(0);
   });
 
   it('every command has --help with a usage and an example', async () => {
