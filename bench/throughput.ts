@@ -1,36 +1,42 @@
-// Benchmark "throughput": kmirror's copier against MirrorMaker 2 and the raw ceilings, in one run,
-// on the local stack (source PLAINTEXT, destination SASL_PLAINTEXT; both on this machine).
+// Benchmark "throughput": kmirror's copier against MirrorMaker 2 tuned as a capable operator would,
+// and the raw ceilings, in one run on the local stack (source PLAINTEXT, destination
+// SASL_PLAINTEXT; both on this machine).
 //
-//  1. fill: a source topic of P partitions with N bytes of R-byte records (ProducerPerformance);
-//  2. ceilings: ConsumerPerformance reading the topic from the source, ProducerPerformance writing
-//     the same volume into a scratch topic of the destination;
-//  3. mirrors: MirrorMaker 2 (dedicated mode, IdentityReplicationPolicy, same topic name) and
-//     kmirror (scripts/copy-topic.ts in its own process) each copy the topic into a fresh
-//     same-named destination topic, measured the same way from outside: the destination's end
-//     offsets are polled every 50 ms; throughput = bytes ÷ (all copied − first record arrived),
-//     so neither tool's start-up (JVM, connector rebalance, connections) counts;
+//  1. fill: for each source profile — `default` (the Java producer's default batching: 16 KiB
+//     batches, linger 5 ms; the headline) and `large` (256 KiB batches) — a source topic of P
+//     partitions with N bytes of R-byte records (ProducerPerformance);
+//  2. ceilings (once): ConsumerPerformance reading the topic from the source, ProducerPerformance
+//     writing the same volume into a scratch topic of the destination;
+//  3. mirrors: kmirror (scripts/copy-topic.ts in its own process) and MirrorMaker 2 (dedicated
+//     mode, IdentityReplicationPolicy, tunedMirrorMaker settings, tasks.max of each --mm2-tasks)
+//     each copy the topic into a fresh same-named destination topic, in an order that alternates
+//     every round, measured the same way from outside: the destination's end offsets are polled
+//     every 50 ms; throughput = bytes ÷ (all copied − first record arrived), so neither tool's
+//     start-up (JVM, connector rebalance, connections) counts; CPU seconds of the tool's process
+//     and of the destination broker over the same window (from /proc). MirrorMaker's logged client
+//     configs are checked against every override; kmirror's copy is verified record by record.
 //  4. lag: kmirror running while ProducerPerformance writes at a steady rate into a new topic whose
 //     destination twin has message.timestamp.type=LogAppendTime; each destination batch then
 //     carries the source producer's timestamp of its first record (firstTimestamp) and the
 //     destination's append time (maxTimestamp), so lag = destination append − source record time.
 //
-//   npm run bench -- throughput [--mib 1024] [--record-bytes 1024] [--partitions 12]
-//        [--rounds 3] [--mm2-tasks 1] [--kmirror-copiers 2] [--lag-seconds 30] [--lag-mib-per-s 20]
-//        [--skip-lag] [--compression none|gzip|snappy|lz4|zstd] [--source-batch-bytes 262144]
+//   npm run bench -- throughput [--mib 1024] [--record-bytes 1024] [--partitions 12] [--rounds 4]
+//        [--profiles default,large] [--mm2-tasks 1,2] [--kmirror-copiers 2] [--lag-seconds 30]
+//        [--lag-mib-per-s 20] [--skip-lag] [--skip-verify] [--compression none|gzip|snappy|lz4|zstd]
 //        [--kmirror-session-per-copier]
 //
-// MirrorMaker runs with tasks.max=1 by default: its fastest setting on the 2-core machine of
-// docs/benchmarks.md (1 task 118 MiB/s, 2 tasks 82–106, 4 tasks 60). Each round alternates which
-// tool goes first.
-//
-// Prints RESULT lines; the last is RESULT kmirror_vs_mm2=<ratio> (median over rounds).
+// Prints RESULT lines per profile (`<profile>_kmirror`, `<profile>_mm2_t<N>` medians and ranges,
+// CPU-s/GiB, `<profile>_kmirror_vs_mm2`: the median over rounds of kmirror ÷ the best MirrorMaker
+// setting of that round's run); the last is RESULT kmirror_vs_mm2=<ratio> of the first profile.
 import { cpus, totalmem } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
 import { deleteTopicsAndWait } from '../kafka/admin.ts';
 import { IsolationLevel } from '../kafka/protocol.ts';
 import { KAFKA_VERSION } from '../scripts/stack/topology.ts';
-import { clientProperties, consumerPerformance, producerPerformance, startMirrorMaker } from './support/kafka-tools.ts';
+import { verifyPartition } from '../kafka/verify.ts';
+import { brokerPids } from '../scripts/stack/kafka.ts';
+import { clientProperties, consumerPerformance, producerPerformance, startMirrorMaker, tunedMirrorMaker, type MirrorMakerHandle } from './support/kafka-tools.ts';
 import {
   checkEndOffsets,
   fillTopic,
@@ -43,6 +49,7 @@ import {
   openClusters,
   result,
   round1,
+  round2,
   stackUp,
   startCopier,
   watchDestination,
@@ -54,14 +61,15 @@ const { values } = parseArgs({
     mib: { type: 'string', default: '1024' },
     'record-bytes': { type: 'string', default: '1024' },
     partitions: { type: 'string', default: '12' },
-    rounds: { type: 'string', default: '3' },
-    'mm2-tasks': { type: 'string', default: '1' },
+    rounds: { type: 'string', default: '4' },
+    profiles: { type: 'string', default: 'default,large' },
+    'mm2-tasks': { type: 'string', default: '1,2' },
     'kmirror-copiers': { type: 'string', default: '2' },
     'lag-seconds': { type: 'string', default: '30' },
     'lag-mib-per-s': { type: 'string', default: '20' },
     'skip-lag': { type: 'boolean', default: false },
+    'skip-verify': { type: 'boolean', default: false },
     compression: { type: 'string', default: 'none' },
-    'source-batch-bytes': { type: 'string', default: '262144' },
     'kmirror-session-per-copier': { type: 'boolean', default: false },
   },
 });
@@ -70,15 +78,18 @@ const totalBytes = Number(values.mib) * 2 ** 20;
 const records = Math.floor(totalBytes / recordBytes);
 const partitionCount = Number(values.partitions);
 const rounds = Number(values.rounds);
-const mm2Tasks = Number(values['mm2-tasks']);
+if (rounds % 2 !== 0) throw new Error(`--rounds must be even (the order alternates), got ${rounds}`);
+const mm2Tasks = values['mm2-tasks']!.split(',').map(Number);
+/** batch.size of the fill's producer per profile (linger.ms 5, the Java default, in both). */
+const profileBatchBytes: Readonly<Record<string, string>> = { default: '16384', large: '262144' };
+const profiles = values.profiles!.split(',');
+for (const p of profiles) if (profileBatchBytes[p] === undefined) throw new Error(`--profiles takes default and/or large, got ${p}`);
 const partitions = Array.from({ length: partitionCount }, (_, i) => i);
 /** compression.type of every producer: the fill, the destination ceiling and MirrorMaker's (so
  *  it writes batches compressed as the source has them; kmirror copies them as they are). */
 const compression = values.compression!;
 if (!['none', 'gzip', 'snappy', 'lz4', 'zstd'].includes(compression)) throw new Error(`--compression must be none, gzip, snappy, lz4 or zstd, got ${compression}`);
 const compressed = { 'compression.type': compression };
-/** batch.size of the fill's producer: kmirror copies the source's batches, so their size matters. */
-const sourceBatchBytes = values['source-batch-bytes']!;
 /** kmirror's copier process: a 64 MiB byte budget (bytes fetched, not yet acknowledged by the
  *  destination) shared by its copiers, larger fetches than the copier's defaults. */
 const kmirror: CopierSettings = {
@@ -106,32 +117,86 @@ async function deleteMirrorMakerTopics(): Promise<void> {
   }
 }
 
-async function measureMirror(tool: 'kmirror' | 'mm2', topic: string): Promise<number> {
+type Tool = 'kmirror' | `mm2_t${number}`;
+
+/** Every override in `wanted` has the value MirrorMaker logged (else throws: the run would be unfair). */
+function checkOverrides(client: string, logged: Record<string, string> | undefined, wanted: Record<string, string>): string {
+  if (logged === undefined) throw new Error(`MirrorMaker logged no config of its replication ${client}`);
+  const wrong = Object.entries(wanted).filter(([k, v]) => logged[k] !== v);
+  if (wrong.length > 0) throw new Error(`MirrorMaker's ${client} did not take ${wrong.map(([k, v]) => `${k}=${v} (logged ${logged[k]})`).join(', ')}`);
+  return Object.keys(wanted)
+    .map((k) => `${k}=${logged[k]}`)
+    .join(' ');
+}
+
+interface Measured {
+  readonly mibPerS: number;
+  /** CPU seconds per GiB copied: the tool's process, and the destination broker's. */
+  readonly toolCpuPerGiB: number;
+  readonly brokerCpuPerGiB: number;
+}
+
+async function measureMirror(tool: Tool, topic: string): Promise<Measured> {
   await createTopic(destAdmin, topic);
   let stop: () => Promise<void>;
+  let pid: number;
+  let mm2: MirrorMakerHandle | undefined;
   if (tool === 'kmirror') {
-    const child = startCopier(topic, partitions, true, kmirror);
-    stop = () => finishCopier(child, { terminate: false, budgetBytes: kmirror.budgetBytes });
+    // Kept running like MirrorMaker (its CPU is read when the last record has arrived), then stopped.
+    const child = startCopier(topic, partitions, false, kmirror);
+    pid = child.pid;
+    stop = () => finishCopier(child, { terminate: true, budgetBytes: kmirror.budgetBytes });
   } else {
-    const mm2 = startMirrorMaker({
+    mm2 = startMirrorMaker({
       source: sourceConnection,
       destination: destConnection,
       topicsRegex: topic.replaceAll('.', '\\.'),
-      tasks: mm2Tasks,
-      // The same producer batching as the ProducerPerformance ceiling (Connect's default batch is 16 KiB).
-      extra: { 'dst.producer.batch.size': '262144', 'dst.producer.linger.ms': '5', 'dst.producer.compression.type': compression },
+      tasks: Number(tool.slice('mm2_t'.length)),
+      extra: {
+        ...Object.fromEntries(Object.entries(tunedMirrorMaker.producer).map(([k, v]) => [`dst.producer.${k}`, v])),
+        'dst.producer.compression.type': compression,
+        ...Object.fromEntries(Object.entries(tunedMirrorMaker.consumer).map(([k, v]) => [`src.consumer.${k}`, v])),
+        ...tunedMirrorMaker.connector,
+      },
     });
+    pid = mm2.pid;
+    const handle = mm2;
     stop = async () => {
-      await mm2.stop();
+      await handle.stop();
       await deleteMirrorMakerTopics();
     };
   }
   try {
-    const { activeMs, wallMs } = await watchDestination(dest, topic, partitions, BigInt(records));
-    const rate = mibPerS(records * recordBytes, activeMs);
-    note(`${tool}: ${records} records in ${Math.round(activeMs)} ms from the first arrival (${Math.round(wallMs)} ms from start) = ${rate} MiB/s`);
-    if (tool === 'kmirror') await checkEndOffsets(clusters, 'kmirror', topic, partitions);
-    return rate;
+    const [broker] = brokerPids('dest');
+    const watched = await watchDestination(dest, topic, partitions, BigInt(records), {
+      cpuOf: { tool: pid, ...(broker === undefined ? {} : { broker }) },
+      ...(mm2 === undefined ? {} : { failed: mm2.sourceConnectorError }),
+    });
+    const gib = (records * recordBytes) / 2 ** 30;
+    const measured: Measured = {
+      mibPerS: mibPerS(records * recordBytes, watched.activeMs),
+      toolCpuPerGiB: round2(watched.cpuSeconds.tool! / gib),
+      brokerCpuPerGiB: round2((watched.cpuSeconds.broker ?? Number.NaN) / gib),
+    };
+    note(
+      `${tool}: ${records} records in ${Math.round(watched.activeMs)} ms from the first arrival (${Math.round(watched.wallMs)} ms from start) = ${measured.mibPerS} MiB/s; ` +
+        `CPU ${measured.toolCpuPerGiB} s/GiB (destination broker ${measured.brokerCpuPerGiB} s/GiB)`,
+    );
+    if (mm2 !== undefined) {
+      const logged = mm2.loggedConfigs();
+      note(`${tool} producer took: ${checkOverrides('producer', logged.producer, { ...tunedMirrorMaker.producer, 'compression.type': compression })}`);
+      note(`${tool} consumer took: ${checkOverrides('consumer', logged.consumer, tunedMirrorMaker.consumer)}`);
+    } else {
+      await checkEndOffsets(clusters, 'kmirror', topic, partitions);
+      if (!values['skip-verify']) {
+        const t0 = performance.now();
+        const verified = await Promise.all(partitions.map((p) => verifyPartition(source, dest, topic, p)));
+        const unequal = verified.filter((v) => !v.equal);
+        if (unequal.length > 0) throw new Error(`kmirror: ${topic} differs from the source: ${JSON.stringify(unequal[0])}`);
+        note(`kmirror: verified ${verified.reduce((n, v) => n + v.recordsCompared, 0)} records one by one in ${Math.round(performance.now() - t0)} ms: equal`);
+      }
+    }
+    return measured;
   } finally {
     await stop();
     await deleteTopic(destAdmin, topic);
@@ -171,37 +236,47 @@ function weightedPercentile(samples: readonly { lagMs: number; records: number }
 
 try {
   note(`machine: ${cpus().length} cores (${cpus()[0]?.model ?? '?'}), ${Math.round(totalmem() / 2 ** 30)} GiB; Node ${process.version}; Kafka ${KAFKA_VERSION}`);
-  note(`volume: ${records} records × ${recordBytes} B = ${round1((records * recordBytes) / 2 ** 20)} MiB over ${partitionCount} partitions, compression ${compression}; ${rounds} round(s)`);
+  note(`volume: ${records} records × ${recordBytes} B = ${round1((records * recordBytes) / 2 ** 20)} MiB over ${partitionCount} partitions, compression ${compression}; profiles ${profiles.join(', ')}; ${rounds} rounds each; MirrorMaker tasks.max ${mm2Tasks.join(', ')}`);
 
-  const ratios: number[] = [];
-  const kmirrorRates: number[] = [];
-  const mm2Rates: number[] = [];
-  for (let r = 0; r < rounds; r++) {
-    const topic = `${run}-${r}`;
-    await createTopic(sourceAdmin, topic);
-    const fill = await fillTopic({ propertiesFile: sourceProps, topic, records, recordBytes, compression, batchBytes: sourceBatchBytes });
-    note(`round ${r + 1}: filled ${topic} at ${fill.mbPerSec} MiB/s, ${await headBatchRecords(source, topic)} records per batch`);
-    if (r === 0) {
-      result('source_fill_producer', fill.mbPerSec, 'MiB/s');
-      const consumer = await consumerPerformance({ connection: sourceConnection, propertiesFile: sourceProps, topic, records });
-      result('ceiling_consumer_source', consumer.fetchMbPerSec, 'MiB/s');
-      const scratch = `${run}-ceiling`;
-      await createTopic(destAdmin, scratch);
-      const producer = await producerPerformance({ propertiesFile: destProps, topic: scratch, records, recordSize: recordBytes, extra: compressed });
-      result('ceiling_producer_dest', producer.mbPerSec, 'MiB/s');
-      await deleteTopic(destAdmin, scratch);
+  const tools: Tool[] = ['kmirror', ...mm2Tasks.map((t): Tool => `mm2_t${t}`)];
+  const headline: number[] = [];
+  for (const [i, profile] of profiles.entries()) {
+    const runs = new Map<Tool, Measured[]>(tools.map((t) => [t, []]));
+    const ratios: number[] = [];
+    for (let r = 0; r < rounds; r++) {
+      const topic = `${run}-${profile}-${r}`;
+      await createTopic(sourceAdmin, topic);
+      const fill = await fillTopic({ propertiesFile: sourceProps, topic, records, recordBytes, compression, batchBytes: profileBatchBytes[profile]! });
+      note(`${profile} round ${r + 1}: filled ${topic} at ${fill.mbPerSec} MiB/s, ${await headBatchRecords(source, topic)} records per batch`);
+      if (i === 0 && r === 0) {
+        const consumer = await consumerPerformance({ connection: sourceConnection, propertiesFile: sourceProps, topic, records });
+        result('ceiling_consumer_source', consumer.fetchMbPerSec, 'MiB/s');
+        const scratch = `${run}-ceiling`;
+        await createTopic(destAdmin, scratch);
+        const producer = await producerPerformance({ propertiesFile: destProps, topic: scratch, records, recordSize: recordBytes, extra: compressed });
+        result('ceiling_producer_dest', producer.mbPerSec, 'MiB/s');
+        await deleteTopic(destAdmin, scratch);
+      }
+      // Alternate the order: the page cache and the brokers warm up over a run.
+      const order = r % 2 === 0 ? tools : [...tools].reverse();
+      for (const tool of order) runs.get(tool)!.push(await measureMirror(tool, topic));
+      const best = Math.max(...tools.filter((t) => t !== 'kmirror').map((t) => runs.get(t)![r]!.mibPerS));
+      ratios.push(runs.get('kmirror')![r]!.mibPerS / best);
+      await deleteTopic(sourceAdmin, topic);
     }
-    // Alternate which tool goes first: the page cache and the brokers warm up over a run.
-    const order: ('kmirror' | 'mm2')[] = r % 2 === 0 ? ['mm2', 'kmirror'] : ['kmirror', 'mm2'];
-    const rates: Record<string, number> = {};
-    for (const tool of order) rates[tool] = await measureMirror(tool, topic);
-    kmirrorRates.push(rates.kmirror!);
-    mm2Rates.push(rates.mm2!);
-    ratios.push(rates.kmirror! / rates.mm2!);
-    await deleteTopic(sourceAdmin, topic);
+    for (const tool of tools) {
+      const m = runs.get(tool)!;
+      const rates = m.map((x) => x.mibPerS);
+      result(`${profile}_${tool}`, median(rates), 'MiB/s');
+      result(`${profile}_${tool}_range`, `${Math.min(...rates)}-${Math.max(...rates)}`, 'MiB/s');
+      result(`${profile}_${tool}_cpu_per_gib`, median(m.map((x) => x.toolCpuPerGiB)), 'CPU-s/GiB');
+      result(`${profile}_${tool}_with_broker_cpu_per_gib`, round2(median(m.map((x) => x.toolCpuPerGiB + x.brokerCpuPerGiB))), 'CPU-s/GiB');
+    }
+    const ratio = round2(median(ratios));
+    result(`${profile}_kmirror_vs_mm2`, ratio);
+    result(`${profile}_kmirror_vs_mm2_range`, `${round2(Math.min(...ratios))}-${round2(Math.max(...ratios))}`);
+    headline.push(ratio);
   }
-  result('mm2', median(mm2Rates), 'MiB/s');
-  result('kmirror', median(kmirrorRates), 'MiB/s');
 
   if (!values['skip-lag']) {
     const seconds = Number(values['lag-seconds']);
@@ -221,7 +296,7 @@ try {
       extra: { 'linger.ms': '1', 'batch.size': '65536', ...compressed },
     });
     try {
-      await watchDestination(dest, topic, partitions, BigInt(rate * seconds), 120_000);
+      await watchDestination(dest, topic, partitions, BigInt(rate * seconds), { timeoutMs: 120_000 });
     } catch (err) {
       process.kill(child.pid, 'SIGTERM');
       const exit = await child.done;
@@ -236,7 +311,7 @@ try {
     result('lag_p99', weightedPercentile(lags, 0.99), 'ms');
     result('lag_max', Math.max(...lags.map((l) => l.lagMs)), 'ms');
   }
-  result('kmirror_vs_mm2', Math.round(median(ratios) * 100) / 100);
+  result('kmirror_vs_mm2', headline[0]!);
 } finally {
   await deleteMirrorMakerTopics().catch(() => undefined);
   await clusters.close();

@@ -24,10 +24,14 @@
 //     grace period must exceed the produce timeout (checked when the copier is built), so a new
 //     owner never starts while one of our produce requests can still land.
 //  6. Bounded memory. Bytes are reserved from the shared budget before a fetch and released when
-//     the destination has acknowledged them.
+//     the destination has acknowledged them. A merged batch (contract 7) is a copy made when its
+//     request is sent and dropped when it is answered: at most maxInFlight requests' worth on top.
 //  7. Fidelity. Source batches are copied as bytes (only producer id/epoch/sequence and the CRC
-//     change), so keys, values, headers, timestamps and compression are kept. A batch is re-encoded
-//     only when the destination already holds its head, or when it carries LogAppendTime.
+//     change), so keys, values, headers, timestamps and compression are kept. Consecutive
+//     uncompressed batches are merged into one of up to mergeBatchBytes (each record's bytes kept,
+//     its offset and timestamp deltas rebased), so a source written with small producer batches
+//     costs the destination broker what large ones would. A batch is re-encoded only when the
+//     destination already holds its head, or when it carries LogAppendTime.
 //  8. Cancellation. On abort the copier stops fetching, waits for its in-flight produce to be
 //     acknowledged, and returns each partition's next offset (= last mirrored offset + 1).
 //  9. Positions. With `positions`, the destination end, the source leader epoch and the checksum of
@@ -39,7 +43,7 @@ import type { PartitionLease } from './lease.ts';
 import { AbortedTransactions, IsolationLevel, KafkaAnswerError, type FetchedPartition, type ProducedPartition, type RawCluster } from './protocol.ts';
 import { GapFiller } from './gap-filler.ts';
 import { invisibleChecksum, recordChecksum } from './verify.ts';
-import { decodeRecords, encodeBatch, isContiguous, nextSequence, restampBatch, type DecodedRecord, type RawBatch, type RecordToEncode } from './wire.ts';
+import { decodeRecords, encodeBatch, isContiguous, isMergeable, mergeBatches, nextSequence, restampBatch, type DecodedRecord, type RawBatch, type RecordToEncode } from './wire.ts';
 
 export interface CopyOptions {
   /** Upper bound of one fetch response (reserved from the budget before fetching). */
@@ -52,6 +56,10 @@ export interface CopyOptions {
   readonly maxInFlight: number;
   /** Records per alignment filler batch. */
   readonly fillerBatchRecords: number;
+  /** Consecutive small uncompressed source batches are merged into one batch of up to this many
+   *  bytes (contract 7); 0 turns merging off. Keep it ≤ the destination topics' max.message.bytes:
+   *  a partition whose merged batch the destination refuses as too large stops merging. */
+  readonly mergeBatchBytes: number;
   /** Give up (CLUSTER_UNREACHABLE) after this long without one successful round. */
   readonly unreachableAfterMs: number;
 }
@@ -63,6 +71,7 @@ export const defaultCopyOptions: CopyOptions = Object.freeze({
   produceTimeoutMs: 10_000,
   maxInFlight: 5,
   fillerBatchRecords: 50_000,
+  mergeBatchBytes: 512 * 1024,
   unreachableAfterMs: 60_000,
 });
 
@@ -131,6 +140,10 @@ export interface CopyStats {
   gapOffsets: number;
   /** Partitions whose fill transaction was aborted on resync (one may have been left open). */
   openFillsAborted: number;
+  /** Source batches that went out merged with others (contract 7), and the partitions whose
+   *  destination refused a merged batch as too large (they copy batch by batch since). */
+  mergedBatches: number;
+  mergingStopped: number;
 }
 
 export interface CopyResult {
@@ -179,6 +192,8 @@ interface PartitionState {
   error?: KmirrorError;
   skipped?: SkippedRange;
   boundary?: Boundary;
+  /** Set when the destination refused a merged batch as too large: copy batches one by one. */
+  noMerging?: boolean;
 }
 
 /** One batch to produce and where the source says it must land. */
@@ -195,6 +210,8 @@ interface ProduceItem {
   readonly stamp: (s: { producerId: bigint; producerEpoch: number; baseSequence: number }) => Buffer | Buffer[];
   /** What becomes the partition's boundary once acknowledged (absent for fillers). */
   readonly boundary?: { readonly batch: RawBatch } | { readonly record: DecodedRecord };
+  /** Source batches copied as they are (more than one: merged into one batch). */
+  readonly batches?: readonly RawBatch[];
 }
 
 /** Offsets [from, to) the source skips (contract 3); leaderEpoch of the batch that ends the run. */
@@ -214,6 +231,9 @@ interface PartitionPlan {
 class Resync extends Error {
   override readonly name = 'Resync';
 }
+
+/** Answers to a batch above the destination topic's max.message.bytes. */
+const TOO_LARGE_ERRORS = new Set(['MESSAGE_TOO_LARGE', 'RECORD_LIST_TOO_LARGE']);
 
 const RESYNC_ERRORS = new Set([
   'OUT_OF_ORDER_SEQUENCE_NUMBER',
@@ -251,6 +271,24 @@ export async function align(request: Omit<CopyRequest, 'untilCaughtUp' | 'positi
   return new Copier(request).run(true);
 }
 
+/** Source batches that follow each other, copied as they are: one batch restamped, several merged
+ *  into one (contract 7). The boundary is the last batch, whose leader epoch the item carries. */
+function copyItem(state: PartitionState, batches: readonly RawBatch[]): ProduceItem {
+  const first = batches[0]!;
+  const last = batches[batches.length - 1]!;
+  return {
+    state,
+    expectedBase: first.baseOffset,
+    nextAfter: last.lastOffset + 1n,
+    records: batches.reduce((n, b) => n + b.recordsCount, 0),
+    bytes: batches.reduce((n, b) => n + b.bytes.length, 0),
+    leaderEpoch: last.leaderEpoch,
+    stamp: batches.length === 1 ? (s) => restampBatch(first, s) : (s) => mergeBatches(batches, s),
+    boundary: { batch: last },
+    batches,
+  };
+}
+
 class Copier {
   private readonly options: CopyOptions;
   private readonly states: PartitionState[];
@@ -267,6 +305,8 @@ class Copier {
     gapsFilled: 0,
     gapOffsets: 0,
     openFillsAborted: 0,
+    mergedBatches: 0,
+    mergingStopped: 0,
   };
   private readonly filler: GapFiller;
   private producer = { producerId: -1n, producerEpoch: 0 };
@@ -693,9 +733,28 @@ class Copier {
    */
   private plan(state: PartitionState, fetched: FetchedPartition): PartitionPlan {
     const segments: PartitionPlan['segments'] = [{ items: [] }];
-    const push = (...items: ProduceItem[]): void => void segments[segments.length - 1]!.items.push(...items);
+    // Batches copied as they are, not yet pushed: merged into one item while they fit.
+    const mergeLimit = state.noMerging === true ? 0 : this.options.mergeBatchBytes;
+    let run: RawBatch[] = [];
+    let runBytes = 0;
+    const flush = (): void => {
+      if (run.length > 0) segments[segments.length - 1]!.items.push(copyItem(state, run));
+      run = [];
+      runBytes = 0;
+    };
+    const copyAsIs = (batch: RawBatch): void => {
+      const fits = runBytes + batch.bytes.length <= mergeLimit && isMergeable(batch) && run.every(isMergeable);
+      if (!fits) flush();
+      run.push(batch);
+      runBytes += batch.bytes.length;
+    };
+    const push = (...items: ProduceItem[]): void => {
+      flush();
+      segments[segments.length - 1]!.items.push(...items);
+    };
     const skip = (from: bigint, to: bigint, leaderEpoch: number): void => {
       if (to <= from) return;
+      flush();
       const previous = segments.length > 1 ? segments[segments.length - 2]! : undefined;
       const last = segments[segments.length - 1]!;
       // Adjacent runs (an aborted batch, then its marker) are one gap.
@@ -714,18 +773,8 @@ class Copier {
       skip(next, batch.baseOffset, batch.leaderEpoch); // records compaction removed between batches
       const from = batch.baseOffset > next ? batch.baseOffset : next;
       if (hidden) skip(from, batch.lastOffset + 1n, batch.leaderEpoch); // a marker, or aborted records
-      else if (from === batch.baseOffset && isContiguous(batch) && !batch.logAppendTime) {
-        push({
-          state,
-          expectedBase: batch.baseOffset,
-          nextAfter: batch.lastOffset + 1n,
-          records: batch.recordsCount,
-          bytes: batch.bytes.length,
-          leaderEpoch: batch.leaderEpoch,
-          stamp: (s) => restampBatch(batch, s),
-          boundary: { batch },
-        });
-      } else {
+      else if (from === batch.baseOffset && isContiguous(batch) && !batch.logAppendTime) copyAsIs(batch);
+      else {
         // Record by record: contiguous runs re-encoded, holes compaction left skipped.
         let at = from;
         let run: DecodedRecord[] = [];
@@ -744,6 +793,7 @@ class Copier {
       }
       next = batch.lastOffset + 1n;
     }
+    flush();
     return { segments };
   }
 
@@ -849,6 +899,12 @@ class Copier {
       if (state.status !== 'copying') continue;
       if (!response) throw new Resync(`no produce response for ${topic}-${partition}`);
       if (response.error) {
+        if (TOO_LARGE_ERRORS.has(response.error.type) && (item.batches?.length ?? 0) > 1) {
+          // The destination topic's max.message.bytes is below mergeBatchBytes: copy one by one.
+          state.noMerging = true;
+          this.stats.mergingStopped++;
+          throw new Resync(`produce ${topic}-${partition}: ${response.error.type} for a merged batch of ${item.bytes} bytes; merging stopped for this partition`);
+        }
         if (RESYNC_ERRORS.has(response.error.type) || response.error.retriable) throw new Resync(`produce ${topic}-${partition}: ${response.error.type}`);
         this.fail(state, new KafkaAnswerError(`produce ${topic}-${partition} failed: ${response.error.type}${response.errorMessage ? ` (${response.errorMessage})` : ''}`, response.error));
         continue;
@@ -871,6 +927,7 @@ class Copier {
         this.stats.batches++;
         this.stats.records += item.records;
         this.stats.bytes += item.bytes;
+        if ((item.batches?.length ?? 0) > 1) this.stats.mergedBatches += item.batches!.length;
       } else {
         this.stats.fillerRecords += item.records;
       }

@@ -22,7 +22,8 @@
 //           (key varint-length utf8, value varint-length bytes, -1 = null).
 //
 // Pure: no I/O, no kafkajs. The copier re-stamps producer id/epoch/sequence and the CRC, and keeps
-// everything else — keys, values, headers (order, duplicates, nulls), timestamps, compression.
+// everything else — keys, values, headers (order, duplicates, nulls), timestamps, compression; it
+// may merge consecutive small uncompressed batches into one (mergeBatches), records unchanged.
 import { crc32c } from '@node-rs/crc32';
 import { decompressFrameSync as lz4DecompressFrame } from 'lz4-napi';
 import { gunzipSync, zstdDecompressSync } from 'node:zlib';
@@ -131,6 +132,91 @@ export function restampBatch(batch: RawBatch, stamp: ProducerStamp): Buffer[] {
   header.writeInt32BE(stamp.baseSequence, 53);
   header.writeUInt32BE(crc32c(body, crc32c(header.subarray(CRC_START))), 17);
   return [header, body];
+}
+
+/** True when `batch` may go into a merged batch (mergeBatches): uncompressed, CreateTime, not a
+ *  control batch, no delete horizon (its base timestamp is the horizon, which must stay with the
+ *  batch's own records), offsets without holes. */
+export function isMergeable(batch: RawBatch): boolean {
+  return batch.codec === Codec.none && !batch.logAppendTime && !batch.isControl && !batch.hasDeleteHorizon && isContiguous(batch);
+}
+
+/**
+ * Consecutive mergeable batches (each starting where the previous one ends) as one idempotent,
+ * non-transactional batch stamped with `stamp`, CRC computed: the copier's way to write a source
+ * fed by small producer batches as large ones, as a producer with a large batch.size would have —
+ * the destination broker then appends, indexes and replicates a few large batches instead of many
+ * small ones. Every record keeps its bytes (attributes, key, value, headers) and its offset and
+ * timestamp: only its offset and timestamp deltas are rebased onto the first batch's base offset
+ * and base timestamp (so its length prefix may change). maxTimestamp is the largest of the batches'.
+ */
+export function mergeBatches(batches: readonly RawBatch[], stamp: ProducerStamp): Buffer {
+  const first = batches[0];
+  if (first === undefined) throw new KmirrorError('INVALID_ARGUMENT', 'cannot merge no batches');
+  const count = batches.reduce((n, b) => n + b.recordsCount, 0);
+  // Pass 1: each record's rebased deltas and where its unchanged part (key, value, headers) lies.
+  const timestampDeltas = new Float64Array(count);
+  const offsetDeltas = new Float64Array(count);
+  const restStarts = new Int32Array(count);
+  const restEnds = new Int32Array(count);
+  const sources = new Int32Array(count);
+  const attributes = new Uint8Array(count);
+  let total = BATCH_HEADER_BYTES;
+  let maxTimestamp = first.maxTimestamp;
+  let expectedBase = first.baseOffset;
+  let i = 0;
+  batches.forEach((batch, b) => {
+    if (!isMergeable(batch) || batch.baseOffset !== expectedBase) {
+      throw new KmirrorError('INVALID_ARGUMENT', `batch at offset ${batch.baseOffset} cannot be merged after the one ending at ${expectedBase - 1n}`);
+    }
+    expectedBase = batch.lastOffset + 1n;
+    if (batch.maxTimestamp > maxTimestamp) maxTimestamp = batch.maxTimestamp;
+    const timestampShift = Number(batch.baseTimestamp - first.baseTimestamp);
+    const offsetShift = Number(batch.baseOffset - first.baseOffset);
+    const reader = new Reader(batch.bytes);
+    reader.pos = BATCH_HEADER_BYTES;
+    for (let r = 0; r < batch.recordsCount; r++, i++) {
+      const length = reader.varint();
+      const end = reader.pos + length;
+      attributes[i] = batch.bytes[reader.pos++]!;
+      timestampDeltas[i] = reader.varint() + timestampShift;
+      offsetDeltas[i] = reader.varint() + offsetShift;
+      restStarts[i] = reader.pos;
+      restEnds[i] = end;
+      sources[i] = b;
+      const body = 1 + varintSize(timestampDeltas[i]!) + varintSize(offsetDeltas[i]!) + (end - reader.pos);
+      total += varintSize(body) + body;
+      reader.pos = end;
+    }
+    if (reader.pos !== batch.bytes.length) throw new KmirrorError('INVALID_ARGUMENT', `batch at offset ${batch.baseOffset} has ${batch.bytes.length - reader.pos} bytes after its last record`);
+  });
+  // Pass 2: header, then each record with its new prefix and its old rest.
+  const out = Buffer.allocUnsafe(total);
+  out.writeBigInt64BE(0n, 0);
+  out.writeInt32BE(total - LOG_OVERHEAD, 8);
+  out.writeInt32BE(-1, 12);
+  out.writeInt8(2, 16);
+  out.writeInt16BE(0, 21);
+  out.writeInt32BE(Number(expectedBase - 1n - first.baseOffset), 23);
+  out.writeBigInt64BE(first.baseTimestamp, 27);
+  out.writeBigInt64BE(maxTimestamp, 35);
+  out.writeBigInt64BE(stamp.producerId, 43);
+  out.writeInt16BE(stamp.producerEpoch, 51);
+  out.writeInt32BE(stamp.baseSequence, 53);
+  out.writeInt32BE(count, 57);
+  let pos = BATCH_HEADER_BYTES;
+  for (let r = 0; r < count; r++) {
+    const from = batches[sources[r]!]!.bytes;
+    const restStart = restStarts[r]!;
+    const restEnd = restEnds[r]!;
+    pos = writeVarint(out, pos, 1 + varintSize(timestampDeltas[r]!) + varintSize(offsetDeltas[r]!) + (restEnd - restStart));
+    out[pos++] = attributes[r]!;
+    pos = writeVarint(out, pos, timestampDeltas[r]!);
+    pos = writeVarint(out, pos, offsetDeltas[r]!);
+    pos += from.copy(out, pos, restStart, restEnd);
+  }
+  out.writeUInt32BE(crc32c(out.subarray(CRC_START)), 17);
+  return out;
 }
 
 /** CRC check of a fetched batch (the broker validates produced ones; we validate fetched ones). */

@@ -1,7 +1,7 @@
 // The reference tools of the benchmarks, from the same Kafka jars the stack runs: Apache Kafka's
 // ProducerPerformance / ConsumerPerformance and MirrorMaker 2 (dedicated mode).
 import { spawn } from 'node:child_process';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { appendFileSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { kafkaJava } from '../../scripts/stack/kafka.ts';
 import { stackDir } from '../../scripts/stack/topology.ts';
@@ -114,7 +114,57 @@ export async function consumerPerformance(opts: { connection: ClusterConnection;
 }
 
 export interface MirrorMakerHandle {
+  /** The JVM's process id (for its CPU time). */
+  readonly pid: number;
+  /** The configs MirrorMaker logged for its replication task's producer and consumer (the last of
+   *  each): proof that an override took effect, since Connect applies defaults of its own. */
+  loggedConfigs(): { producer: Record<string, string> | undefined; consumer: Record<string, string> | undefined };
+  /** The first ERROR line about the replication connector (MirrorSourceConnector): a connector
+   *  MirrorMaker could not configure never starts, and nothing is copied. (With offset syncs off,
+   *  the checkpoint connector is refused too, by design: not an error here.) */
+  sourceConnectorError(): string | undefined;
   stop(): Promise<void>;
+}
+
+/**
+ * MirrorMaker 2 as a capable operator tunes it for throughput (the settings of issue #12, measured
+ * on this kind of machine): the replication producer with 5 requests in flight under idempotence
+ * (Connect would force 1), large batches and requests (at the 1 MiB max.request.size default a
+ * request carries ~4 batches of 256 KiB), big buffers; the consumer with large polls and fetches;
+ * no offset-sync records (kmirror needs none either).
+ */
+export const tunedMirrorMaker: Readonly<{ producer: Record<string, string>; consumer: Record<string, string>; connector: Record<string, string> }> = Object.freeze({
+  producer: {
+    'max.in.flight.requests.per.connection': '5',
+    'enable.idempotence': 'true',
+    'batch.size': '524288',
+    'linger.ms': '10',
+    'max.request.size': '8388608',
+    'send.buffer.bytes': '1048576',
+    'buffer.memory': '134217728',
+  },
+  consumer: {
+    'max.poll.records': '10000',
+    'fetch.max.bytes': '52428800',
+    'max.partition.fetch.bytes': '4194304',
+    'receive.buffer.bytes': '1048576',
+  },
+  connector: { 'emit.offset-syncs.enabled': 'false' },
+});
+
+/** `ProducerConfig values:` / `ConsumerConfig values:` blocks of a log: one record per block. */
+export function configBlocks(log: string, kind: 'ProducerConfig' | 'ConsumerConfig'): Record<string, string>[] {
+  const blocks: Record<string, string>[] = [];
+  let current: Record<string, string> | undefined;
+  for (const line of log.split('\n')) {
+    if (line.includes(`${kind} values:`)) blocks.push((current = {}));
+    else if (current !== undefined) {
+      const m = /^\t(\S+) = (.*?)(?: \(org\.apache[^)]*\))?$/.exec(line);
+      if (m) current[m[1]!] = m[2]!;
+      else current = undefined;
+    }
+  }
+  return blocks;
 }
 
 /**
@@ -142,7 +192,8 @@ export function startMirrorMaker(opts: {
     'replication.factor=1',
     'checkpoints.topic.replication.factor=1',
     'heartbeats.topic.replication.factor=1',
-    'offset-syncs.topic.replication.factor=1',
+    // Any offset-syncs.* key is refused while emit.offset-syncs.enabled=false.
+    ...(opts.extra?.['emit.offset-syncs.enabled'] === 'false' ? [] : ['offset-syncs.topic.replication.factor=1']),
     'offset.storage.replication.factor=1',
     'status.storage.replication.factor=1',
     'config.storage.replication.factor=1',
@@ -156,12 +207,43 @@ export function startMirrorMaker(opts: {
   ].join('\n');
   const file = join(benchDir, 'mm2.properties');
   writeFileSync(file, config, { mode: 0o600 });
-  const java = kafkaJava('org.apache.kafka.connect.mirror.MirrorMaker', [file], '1g');
-  const child = spawn(java.command, java.args, { stdio: ['ignore', 'ignore', 'pipe'], detached: true });
+  // Warnings, plus the client config dumps (INFO) that prove which settings the clients got.
+  const log4j = join(benchDir, 'mm2-log4j2.properties');
+  writeFileSync(
+    log4j,
+    [
+      'status = warn',
+      'appender.out.type = Console',
+      'appender.out.name = OUT',
+      'appender.out.layout.type = PatternLayout',
+      'appender.out.layout.pattern = %p %m%n',
+      'rootLogger.level = WARN',
+      'rootLogger.appenderRef.out.ref = OUT',
+      // AbstractConfig.logAll() writes every client's "<Kind>Config values:" dump.
+      'logger.configs.name = org.apache.kafka.common.config.AbstractConfig',
+      'logger.configs.level = INFO',
+      '',
+    ].join('\n'),
+  );
+  const java = kafkaJava('org.apache.kafka.connect.mirror.MirrorMaker', [file], '1g', log4j);
+  const child = spawn(java.command, java.args, { stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+  let stdout = '';
   let stderr = '';
+  // Its log is also kept in the bench directory (mm2.log) for a look after a run.
+  const logFile = join(benchDir, 'mm2.log');
+  writeFileSync(logFile, '');
+  child.stdout.on('data', (d: Buffer) => {
+    stdout += d.toString();
+    appendFileSync(logFile, d);
+  });
   child.stderr.on('data', (d: Buffer) => (stderr = (stderr + d.toString()).slice(-20_000)));
   const closed = new Promise<void>((resolve) => child.on('close', () => resolve()));
+  // The replication task's clients: their client.id names the connector (MirrorSourceConnector).
+  const task = (blocks: Record<string, string>[]) => blocks.filter((b) => (b['client.id'] ?? '').includes('MirrorSourceConnector') || (b['client.id'] ?? '').includes('replication-consumer')).at(-1);
   return {
+    pid: child.pid!,
+    sourceConnectorError: () => /^ERROR .*MirrorSourceConnector.*$/m.exec(stdout)?.[0],
+    loggedConfigs: () => ({ producer: task(configBlocks(stdout, 'ProducerConfig')), consumer: task(configBlocks(stdout, 'ConsumerConfig')) }),
     async stop() {
       try {
         process.kill(-child.pid!, 'SIGTERM');

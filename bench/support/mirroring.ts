@@ -19,6 +19,7 @@ import { connectionFor } from '../../scripts/stack/kafka.ts';
 import { databaseUrl } from '../../scripts/stack/postgres.ts';
 import { projectRoot } from '../../scripts/stack/topology.ts';
 import { producerPerformance, type ProducerPerfResult } from './kafka-tools.ts';
+import { cpuSeconds } from './proc-cpu.ts';
 
 /** A `RESULT name=value [unit]` line on stdout: what a benchmark reports. */
 export const result = (name: string, value: number | string, unit = ''): void => {
@@ -124,12 +125,22 @@ export async function openClusters(): Promise<BenchClusters> {
 
 /**
  * Poll the destination's end offsets every 50 ms until `expected` records are there; time from the
- * first record's arrival to the last (activeMs) and from the call (wallMs). The same yardstick for
- * every tool. The topic must exist on the destination.
+ * first record's arrival to the last (activeMs) and from the call (wallMs), and the CPU seconds
+ * each process of `cpuOf` (name → pid) used in the same window (from the first poll that saw a
+ * record to the one that saw them all). The same yardstick for every tool. The topic must exist on
+ * the destination. `failed` is asked on every poll: what it returns ends the wait with an error.
  */
-export async function watchDestination(dest: RawCluster, topic: string, partitions: readonly number[], expected: bigint, timeoutMs = 20 * 60_000): Promise<{ activeMs: number; wallMs: number }> {
+export async function watchDestination(
+  dest: RawCluster,
+  topic: string,
+  partitions: readonly number[],
+  expected: bigint,
+  opts: { timeoutMs?: number; cpuOf?: Readonly<Record<string, number>>; failed?: () => string | undefined } = {},
+): Promise<{ activeMs: number; wallMs: number; cpuSeconds: Record<string, number> }> {
+  const timeoutMs = opts.timeoutMs ?? 20 * 60_000;
+  const cpuNow = (): Record<string, number> => Object.fromEntries(Object.entries(opts.cpuOf ?? {}).map(([name, pid]) => [name, cpuSeconds(pid)]));
   const t0 = performance.now();
-  let first: number | undefined;
+  let first: { at: number; cpu: Record<string, number> } | undefined;
   for (;;) {
     const have = await dest.listOffsets(topic, partitions, 'latest').then(sum, (err: unknown) => {
       // A topic created a moment ago: its leader answers NOT_LEADER_FOR_PARTITION (retriable)
@@ -138,8 +149,14 @@ export async function watchDestination(dest: RawCluster, topic: string, partitio
       throw err;
     });
     const now = performance.now();
-    if (have > 0n && first === undefined) first = now;
-    if (have >= expected) return { activeMs: now - (first ?? t0), wallMs: now - t0 };
+    if (have > 0n && first === undefined) first = { at: now, cpu: cpuNow() };
+    if (have >= expected) {
+      const cpu = cpuNow();
+      const cpuSeconds = Object.fromEntries(Object.entries(cpu).map(([name, s]) => [name, round2(s - (first?.cpu[name] ?? s))]));
+      return { activeMs: now - (first?.at ?? t0), wallMs: now - t0, cpuSeconds };
+    }
+    const failure = opts.failed?.();
+    if (failure !== undefined) throw new Error(`${topic}: the mirroring process failed: ${failure}`);
     if (now - t0 > timeoutMs) throw new Error(`${topic}: only ${have} of ${expected} records reached the destination in ${timeoutMs} ms`);
     await sleep(50);
   }

@@ -90,7 +90,7 @@ export function ensureKafkaJars(log: (line: string) => void): string {
 }
 
 /** JVM command line for one of the Kafka jars' main classes. */
-export function kafkaJava(mainClass: string, args: readonly string[], heap = '1g'): { command: string; args: string[] } {
+export function kafkaJava(mainClass: string, args: readonly string[], heap = '1g', log4j = log4jConfig): { command: string; args: string[] } {
   return {
     command: javaCommand(),
     args: [
@@ -100,7 +100,7 @@ export function kafkaJava(mainClass: string, args: readonly string[], heap = '1g
       '-XX:MaxGCPauseMillis=20',
       '-Djava.awt.headless=true',
       '-Djava.net.preferIPv4Stack=true',
-      `-Dlog4j2.configurationFile=${log4jConfig}`,
+      `-Dlog4j2.configurationFile=${log4j}`,
       '-cp',
       `${kafkaLibs}/*`,
       mainClass,
@@ -210,7 +210,12 @@ function clusterId(cluster: ClusterName): string {
 }
 
 export function runningNodes(cluster: ClusterName): number {
-  return nodesOf(cluster, MAX_NODES).filter((n) => runningPid(pidFile(n)) !== undefined).length;
+  return brokerPids(cluster).length;
+}
+
+/** Process ids of the cluster's running nodes. */
+export function brokerPids(cluster: ClusterName): number[] {
+  return nodesOf(cluster, MAX_NODES).flatMap((n) => runningPid(pidFile(n)) ?? []);
 }
 
 /** The destination as its ordinary application user `app` (what a producer of the new primary is). */

@@ -41,6 +41,27 @@ describe('offsets and fidelity', () => {
     const destEnds = await f.dest.listOffsets(topic, all(3), 'latest');
     expect(result.partitions.map((p) => destEnds.get(p.partition))).toEqual(result.partitions.map((p) => p.nextOffset));
     expect(result.stats.reencodedBatches).toBe(0);
+    // The kafkajs batches of ~170 small records went out merged (the gzip batch and the 1.9 MB
+    // record as they were): fewer, larger batches on the destination, every record the same.
+    expect(result.stats.mergedBatches).toBeGreaterThan(0);
+    const [sourceBatches, destBatches] = await Promise.all([fetchBatches(f.source, topic, 1), fetchBatches(f.dest, topic, 1)]);
+    expect(destBatches.batches.length).toBeLessThan(sourceBatches.batches.length);
+    expect(destBatches.batches.some((b) => b.codec === 1)).toBe(true);
+  });
+
+  it('a destination that refuses merged batches as too large gets the source batches one by one', async () => {
+    // 40,000 bytes allowed per batch on the destination: every merged batch is refused
+    // (MESSAGE_TOO_LARGE), each source batch (~100 records of ~150 bytes) fits.
+    const topic = await f.topicPair({ partitions: 1, destConfigs: { 'max.message.bytes': '40000' } });
+    const producer = await f.producer();
+    await sendAll(producer, topic, messages(2_000, 1), 100);
+    const result = await f.copy({ topic, partitions: [0], untilCaughtUp: true });
+    expect(result.partitions.map((p) => [p.status, p.nextOffset])).toEqual([['caught-up', 2_000n]]);
+    expect(result.stats.mergingStopped).toBe(1);
+    expect(result.stats.mergedBatches).toBe(0);
+    expect(await f.verifyAll(topic, [0])).toMatchObject([{ equal: true, recordsCompared: 2_000 }]);
+    const [sourceBatches, destBatches] = await Promise.all([fetchBatches(f.source, topic, 0), fetchBatches(f.dest, topic, 0)]);
+    expect(destBatches.batches.length).toBe(sourceBatches.batches.length);
   });
 
   it('detects a foreign write into the destination within one batch and halts that partition', async () => {

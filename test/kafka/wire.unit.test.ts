@@ -13,6 +13,8 @@ import {
   decodeRecords,
   encodeBatch,
   isContiguous,
+  isMergeable,
+  mergeBatches,
   nextSequence,
   restampBatch,
   splitBatches,
@@ -139,6 +141,60 @@ function decodeError(batch: RawBatch): unknown {
   }
   return undefined;
 }
+
+/** `records` as one source batch based at `baseOffset` (what a fetch returns). */
+function sourceBatch(records: readonly RecordToEncode[], baseOffset: bigint): RawBatch {
+  const bytes = encodeBatch(records, stamp);
+  bytes.writeBigInt64BE(baseOffset, 0);
+  return asRawBatch(bytes);
+}
+
+describe('merging consecutive batches', () => {
+  it('keeps every record, offset and timestamp of any run of batches (timestamps out of order included)', () => {
+    fc.assert(
+      fc.property(fc.bigInt({ min: 0n, max: 2n ** 40n }), fc.array(fc.array(recordArb, { minLength: 1, maxLength: 8 }), { minLength: 1, maxLength: 6 }), (start, runs) => {
+        let at = start;
+        const batches = runs.map((records) => {
+          const batch = sourceBatch(records, at);
+          at += BigInt(records.length);
+          return batch;
+        });
+        const merged = mergeBatches(batches, { producerId: 99n, producerEpoch: 1, baseSequence: 1000 });
+        expect(merged.readBigInt64BE(0)).toBe(0n); // the broker assigns the base offset
+        merged.writeBigInt64BE(start, 0); // as the destination will hold it
+        const batch = asRawBatch(merged); // the CRC covers bytes 21.., not the base offset
+        expect(crcValid(batch)).toBe(true);
+        expect(isContiguous(batch)).toBe(true);
+        expect(batch.lastOffset).toBe(at - 1n);
+        expect(batch.recordsCount).toBe(runs.flat().length);
+        expect(batch.maxTimestamp).toBe(batches.reduce((m, b) => (b.maxTimestamp > m ? b.maxTimestamp : m), batches[0]!.maxTimestamp));
+        expect([batch.producerId, batch.bytes.readInt16BE(51), batch.bytes.readInt32BE(53), batch.attributes]).toEqual([99n, 1, 1000, 0]);
+        expect(decodeRecords(batch)).toEqual(batches.flatMap((b) => decodeRecords(b)));
+      }),
+    );
+  });
+
+  it('refuses batches that do not follow each other, compressed, LogAppendTime and delete-horizon batches', () => {
+    const one = (ts: bigint): RecordToEncode[] => [{ timestamp: ts, key: null, value: Buffer.from('v'), headers: [] }];
+    const code = (f: () => unknown): string | undefined => {
+      try {
+        f();
+      } catch (err) {
+        return isKmirrorError(err) ? err.code : 'not a KmirrorError';
+      }
+      return undefined;
+    };
+    expect(code(() => mergeBatches([sourceBatch(one(1n), 10n), sourceBatch(one(2n), 12n)], stamp))).toBe('INVALID_ARGUMENT');
+    expect(code(() => mergeBatches([], stamp))).toBe('INVALID_ARGUMENT');
+    for (const attributes of [Codec.gzip, 0x08 /* LogAppendTime */, 0x40 /* delete horizon */]) {
+      const bytes = Buffer.from(sourceBatch(one(2n), 11n).bytes);
+      bytes.writeInt16BE(attributes, 21);
+      expect(isMergeable(asRawBatch(bytes))).toBe(false);
+      expect(code(() => mergeBatches([sourceBatch(one(1n), 10n), asRawBatch(bytes)], stamp))).toBe('INVALID_ARGUMENT');
+    }
+    expect(isMergeable(sourceBatch(one(1n), 10n))).toBe(true);
+  });
+});
 
 describe('compressed RecordBatch v2', () => {
   // Compressible records (repeated text) so every codec really compresses and the payloads span
