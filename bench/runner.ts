@@ -88,7 +88,7 @@ let exitCode = 0;
 
 async function measureCopier(topic: string): Promise<number> {
   await clusters.createTopic(destAdmin, topic, partitionCount);
-  const child = startCopier(topic, partitions, true, copier);
+  const child = startCopier([topic], partitions, true, copier);
   try {
     const { activeMs, wallMs } = await watchDestination(dest, topic, partitions, BigInt(records));
     const rate = mibPerS(records * recordBytes, activeMs);

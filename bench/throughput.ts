@@ -32,12 +32,12 @@ import { cpus, totalmem } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
 import { deleteTopicsAndWait } from '../kafka/admin.ts';
-import { IsolationLevel } from '../kafka/protocol.ts';
 import { KAFKA_VERSION } from '../scripts/stack/topology.ts';
 import { verifyPartition } from '../kafka/verify.ts';
 import { brokerPids } from '../scripts/stack/kafka.ts';
-import { clientProperties, consumerPerformance, producerPerformance, startMirrorMaker, tunedMirrorMaker, type MirrorMakerHandle } from './support/kafka-tools.ts';
+import { clientProperties, consumerPerformance, producerPerformance, startMirrorMaker, tunedMirrorMaker, tunedMirrorMakerProperties, type MirrorMakerHandle } from './support/kafka-tools.ts';
 import {
+  batchLags,
   checkEndOffsets,
   fillTopic,
   finishCopier,
@@ -53,6 +53,7 @@ import {
   stackUp,
   startCopier,
   watchDestination,
+  weightedPercentile,
   type CopierSettings,
 } from './support/mirroring.ts';
 
@@ -143,7 +144,7 @@ async function measureMirror(tool: Tool, topic: string): Promise<Measured> {
   let mm2: MirrorMakerHandle | undefined;
   if (tool === 'kmirror') {
     // Kept running like MirrorMaker (its CPU is read when the last record has arrived), then stopped.
-    const child = startCopier(topic, partitions, false, kmirror);
+    const child = startCopier([topic], partitions, false, kmirror);
     pid = child.pid;
     stop = () => finishCopier(child, { terminate: true, budgetBytes: kmirror.budgetBytes });
   } else {
@@ -152,12 +153,7 @@ async function measureMirror(tool: Tool, topic: string): Promise<Measured> {
       destination: destConnection,
       topicsRegex: topic.replaceAll('.', '\\.'),
       tasks: Number(tool.slice('mm2_t'.length)),
-      extra: {
-        ...Object.fromEntries(Object.entries(tunedMirrorMaker.producer).map(([k, v]) => [`dst.producer.${k}`, v])),
-        'dst.producer.compression.type': compression,
-        ...Object.fromEntries(Object.entries(tunedMirrorMaker.consumer).map(([k, v]) => [`src.consumer.${k}`, v])),
-        ...tunedMirrorMaker.connector,
-      },
+      extra: tunedMirrorMakerProperties(compression),
     });
     pid = mm2.pid;
     const handle = mm2;
@@ -203,37 +199,6 @@ async function measureMirror(tool: Tool, topic: string): Promise<Measured> {
   }
 }
 
-/** Lag of every destination batch's first record: destination append time − source record time. */
-async function batchLags(topic: string): Promise<{ lagMs: number; records: number }[]> {
-  const lags: { lagMs: number; records: number }[] = [];
-  const ends = await dest.listOffsets(topic, partitions, 'latest');
-  for (const partition of partitions) {
-    const leader = await dest.leaderOf(topic, partition);
-    for (let offset = 0n; offset < ends.get(partition)!; ) {
-      const [fetched] = await dest.fetch({ leader, partitions: [{ topic, partition, fetchOffset: offset, maxBytes: 8 * 2 ** 20 }], maxWaitMs: 100, maxBytes: 8 * 2 ** 20, isolationLevel: IsolationLevel.READ_UNCOMMITTED });
-      if (!fetched || fetched.error) throw new Error(`reading ${topic}-${partition} at ${offset}: ${fetched?.error?.type ?? 'no data'}`);
-      for (const batch of fetched.batches) {
-        if (batch.lastOffset < offset) continue;
-        if (!batch.logAppendTime) throw new Error(`${topic}-${partition}: batch at ${batch.baseOffset} is not LogAppendTime`);
-        lags.push({ lagMs: Number(batch.maxTimestamp - batch.baseTimestamp), records: batch.recordsCount });
-        offset = batch.lastOffset + 1n;
-      }
-    }
-  }
-  return lags;
-}
-
-function weightedPercentile(samples: readonly { lagMs: number; records: number }[], q: number): number {
-  const sorted = [...samples].sort((a, b) => a.lagMs - b.lagMs);
-  const total = sorted.reduce((n, s) => n + s.records, 0);
-  let seen = 0;
-  for (const s of sorted) {
-    seen += s.records;
-    if (seen >= q * total) return s.lagMs;
-  }
-  return sorted.at(-1)?.lagMs ?? Number.NaN;
-}
-
 try {
   note(`machine: ${cpus().length} cores (${cpus()[0]?.model ?? '?'}), ${Math.round(totalmem() / 2 ** 30)} GiB; Node ${process.version}; Kafka ${KAFKA_VERSION}`);
   note(`volume: ${records} records × ${recordBytes} B = ${round1((records * recordBytes) / 2 ** 20)} MiB over ${partitionCount} partitions, compression ${compression}; profiles ${profiles.join(', ')}; ${rounds} rounds each; MirrorMaker tasks.max ${mm2Tasks.join(', ')}`);
@@ -267,9 +232,9 @@ try {
     for (const tool of tools) {
       const m = runs.get(tool)!;
       const rates = m.map((x) => x.mibPerS);
-      result(`${profile}_${tool}`, median(rates), 'MiB/s');
+      result(`${profile}_${tool}`, round1(median(rates)), 'MiB/s');
       result(`${profile}_${tool}_range`, `${Math.min(...rates)}-${Math.max(...rates)}`, 'MiB/s');
-      result(`${profile}_${tool}_cpu_per_gib`, median(m.map((x) => x.toolCpuPerGiB)), 'CPU-s/GiB');
+      result(`${profile}_${tool}_cpu_per_gib`, round2(median(m.map((x) => x.toolCpuPerGiB))), 'CPU-s/GiB');
       result(`${profile}_${tool}_with_broker_cpu_per_gib`, round2(median(m.map((x) => x.toolCpuPerGiB + x.brokerCpuPerGiB))), 'CPU-s/GiB');
     }
     const ratio = round2(median(ratios));
@@ -284,7 +249,7 @@ try {
     const topic = `${run}-lag`;
     await createTopic(sourceAdmin, topic);
     await createTopic(destAdmin, topic, { 'message.timestamp.type': 'LogAppendTime' });
-    const child = startCopier(topic, partitions, false, kmirror);
+    const child = startCopier([topic], partitions, false, kmirror);
     await child.started;
     await sleep(2_000); // lease acquired, first (empty) fetch issued
     const steady = await producerPerformance({
@@ -303,7 +268,7 @@ try {
       throw new Error(`${(err as Error).message}; the copier printed ${JSON.stringify(exit.events)} ${exit.stderr.slice(-2000)}`, { cause: err });
     }
     await finishCopier(child, { terminate: true, budgetBytes: kmirror.budgetBytes });
-    const lags = await batchLags(topic);
+    const lags = await batchLags(dest, topic, partitions);
     note(`lag: ${lags.length} destination batches, source produce p99 ${steady.p99Ms} ms at ${steady.mbPerSec} MiB/s`);
     result('lag_rate', steady.mbPerSec, 'MiB/s');
     result('lag_source_produce_p99', steady.p99Ms, 'ms');

@@ -59,7 +59,7 @@ async function copyOnce(topic: string): Promise<{ activeMs: number; offsets: big
   await clusters.deleteTopic(clusters.destAdmin, topic).catch(() => undefined);
   await clusters.createTopic(clusters.destAdmin, topic, partitionCount);
   const end = await clusters.source.listOffsets(topic, partitions, 'latest', IsolationLevel.READ_COMMITTED);
-  const child = startCopier(topic, partitions, true, { budgetBytes: BUDGET, copiers: 1 });
+  const child = startCopier([topic], partitions, true, { budgetBytes: BUDGET, copiers: 1 });
   const { activeMs } = await watchDestination(clusters.dest, topic, partitions, sum(end));
   await finishCopier(child, { terminate: false, budgetBytes: BUDGET });
   let compared = 0;

@@ -8,13 +8,14 @@ import { createDatabase } from '../db/connect.ts';
 import { createPartitionLease } from '../db/leases.ts';
 import { ByteBudget } from '../kafka/budget.ts';
 import { createKafka } from '../kafka/connection.ts';
-import { copy, type CopyOptions } from '../kafka/copier.ts';
+import { copy, type CopyOptions, type TopicPartitions } from '../kafka/copier.ts';
 import { RawCluster } from '../kafka/protocol.ts';
 import { connectionFor } from './stack/kafka.ts';
 
 export interface CopyTopicArgs {
   readonly databaseUrl: string;
-  readonly topic: string;
+  /** Topics to copy, each with the same `partitions`. */
+  readonly topics: readonly string[];
   readonly partitions: readonly number[];
   readonly owner: string;
   readonly untilCaughtUp: boolean;
@@ -49,19 +50,24 @@ const sampler = setInterval(() => {
   peakRss = Math.max(peakRss, process.memoryUsage.rss());
 }, 5);
 const budget = new ByteBudget(args.budgetBytes);
-const groups = Array.from({ length: args.copiers }, (_, i) => args.partitions.filter((_p, j) => j % args.copiers === i));
+// Every (topic, partition) dealt round-robin to the copiers; each copier's share grouped by topic.
+const pairs = args.topics.flatMap((topic) => args.partitions.map((partition) => ({ topic, partition })));
+const groups: TopicPartitions[][] = Array.from({ length: args.copiers }, (_, i) => {
+  const mine = pairs.filter((_p, j) => j % args.copiers === i);
+  return args.topics.map((topic) => ({ topic, partitions: mine.filter((p) => p.topic === topic).map((p) => p.partition) })).filter((a) => a.partitions.length > 0);
+});
 await emit({ event: 'started', pid: process.pid });
 const stop = new AbortController();
 process.on('SIGTERM', () => stop.abort());
 const results = await Promise.all(
-  groups.map((partitions, i) =>
+  groups.map((assignments, i) =>
     copy({
       ...sessions[i % sessions.length]!,
-      assignments: [{ topic: args.topic, partitions }],
+      assignments,
       budget,
       signal: stop.signal,
       untilCaughtUp: args.untilCaughtUp,
-      lease: createPartitionLease(db, { mirror: 'test', assignments: [{ topic: args.topic, partitions }], owner: `${args.owner}-${i}`, ttlMs: args.ttlMs, graceMs: args.graceMs, pollMs: 50 }),
+      lease: createPartitionLease(db, { mirror: 'test', assignments, owner: `${args.owner}-${i}`, ttlMs: args.ttlMs, graceMs: args.graceMs, pollMs: 50 }),
       ...(args.options ? { options: args.options } : {}),
     }),
   ),
@@ -70,7 +76,7 @@ clearInterval(sampler);
 peakRss = Math.max(peakRss, process.memoryUsage.rss());
 await emit({
   event: 'done',
-  partitions: results.flatMap((r) => r.partitions.map((p) => ({ partition: p.partition, status: p.status, nextOffset: p.nextOffset, error: p.error?.message }))),
+  partitions: results.flatMap((r) => r.partitions.map((p) => ({ topic: p.topic, partition: p.partition, status: p.status, nextOffset: p.nextOffset, error: p.error?.message }))),
   records: results.reduce((n, r) => n + r.stats.records, 0),
   baselineRss,
   peakRss,

@@ -152,6 +152,17 @@ export const tunedMirrorMaker: Readonly<{ producer: Record<string, string>; cons
   connector: { 'emit.offset-syncs.enabled': 'false' },
 });
 
+/** startMirrorMaker's `extra` for tunedMirrorMaker: the producer settings for the destination
+ *  (`dst.producer.*`, compressing as `compression`), the consumer's for the source. */
+export function tunedMirrorMakerProperties(compression: string): Record<string, string> {
+  return {
+    ...Object.fromEntries(Object.entries(tunedMirrorMaker.producer).map(([k, v]) => [`dst.producer.${k}`, v])),
+    'dst.producer.compression.type': compression,
+    ...Object.fromEntries(Object.entries(tunedMirrorMaker.consumer).map(([k, v]) => [`src.consumer.${k}`, v])),
+    ...tunedMirrorMaker.connector,
+  };
+}
+
 /** `ProducerConfig values:` / `ConsumerConfig values:` blocks of a log: one record per block. */
 export function configBlocks(log: string, kind: 'ProducerConfig' | 'ConsumerConfig'): Record<string, string>[] {
   const blocks: Record<string, string>[] = [];

@@ -197,12 +197,12 @@ export interface CopierSettings {
   readonly options?: Partial<CopyOptions>;
 }
 
-/** The copier in a process of its own (scripts/copy-topic.ts), copying `topic` into its
- *  same-named destination topic (which must exist). Leases live in the stack's database. */
-export function startCopier(topic: string, partitions: readonly number[], untilCaughtUp: boolean, settings: CopierSettings): CopyTopicProcess {
+/** The copier in a process of its own (scripts/copy-topic.ts), copying `partitions` of each of
+ *  `topics` into the same-named destination topics (which must exist). Leases live in the stack's database. */
+export function startCopier(topics: readonly string[], partitions: readonly number[], untilCaughtUp: boolean, settings: CopierSettings): CopyTopicProcess {
   const args: CopyTopicArgs = {
     databaseUrl,
-    topic,
+    topics,
     partitions,
     owner: `bench-${process.pid}`,
     untilCaughtUp,
@@ -223,4 +223,48 @@ export async function finishCopier(child: CopyTopicProcess, opts: { terminate: b
   if (exit.code !== 0) throw new Error(`kmirror copier exited with ${exit.code ?? exit.signal}: ${exit.stderr.slice(-2000)}`);
   const done = exit.events.find((e) => e.event === 'done') as { peakRss: number; budgetPeak: number } | undefined;
   if (done) note(`kmirror: peak RSS ${round1(done.peakRss / 2 ** 20)} MiB, budget peak ${round1(done.budgetPeak / 2 ** 20)} MiB of ${opts.budgetBytes / 2 ** 20} MiB`);
+}
+
+/** One destination batch's lag (of its first record) and how many records it carries. */
+export interface BatchLag {
+  readonly lagMs: number;
+  readonly records: number;
+}
+
+/**
+ * Lag of every destination batch from offset `from` on, of a topic created with
+ * message.timestamp.type=LogAppendTime: the broker then stamps each batch's maxTimestamp with its
+ * append time and keeps its baseTimestamp, the source producer's timestamp of the batch's first
+ * (oldest) record — so lag = destination append − source record time, the same yardstick for any
+ * tool that keeps record timestamps.
+ */
+export async function batchLags(dest: RawCluster, topic: string, partitions: readonly number[], from = 0n): Promise<BatchLag[]> {
+  const lags: BatchLag[] = [];
+  const ends = await dest.listOffsets(topic, partitions, 'latest');
+  for (const partition of partitions) {
+    const leader = await dest.leaderOf(topic, partition);
+    for (let offset = from; offset < ends.get(partition)!; ) {
+      const [fetched] = await dest.fetch({ leader, partitions: [{ topic, partition, fetchOffset: offset, maxBytes: 8 * 2 ** 20 }], maxWaitMs: 100, maxBytes: 8 * 2 ** 20, isolationLevel: IsolationLevel.READ_UNCOMMITTED });
+      if (!fetched || fetched.error) throw new Error(`reading ${topic}-${partition} at ${offset}: ${fetched?.error?.type ?? 'no data'}`);
+      for (const batch of fetched.batches) {
+        if (batch.lastOffset < offset) continue;
+        if (!batch.logAppendTime) throw new Error(`${topic}-${partition}: batch at ${batch.baseOffset} is not LogAppendTime`);
+        if (batch.baseOffset >= from) lags.push({ lagMs: Number(batch.maxTimestamp - batch.baseTimestamp), records: batch.recordsCount });
+        offset = batch.lastOffset + 1n;
+      }
+    }
+  }
+  return lags;
+}
+
+/** The q-quantile of the lags, each batch weighted by its records. */
+export function weightedPercentile(samples: readonly BatchLag[], q: number): number {
+  const sorted = [...samples].sort((a, b) => a.lagMs - b.lagMs);
+  const total = sorted.reduce((n, s) => n + s.records, 0);
+  let seen = 0;
+  for (const s of sorted) {
+    seen += s.records;
+    if (seen >= q * total) return s.lagMs;
+  }
+  return sorted.at(-1)?.lagMs ?? Number.NaN;
 }

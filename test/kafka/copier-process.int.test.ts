@@ -31,7 +31,7 @@ describe('exactly once across crashes', () => {
     })();
     const args: CopyTopicArgs = {
       databaseUrl: f.databaseUrl,
-      topic,
+      topics: [topic],
       partitions: all(partitions),
       owner: 'crashy',
       untilCaughtUp: false,
@@ -87,7 +87,7 @@ describe('exactly once across crashes, with gaps to fill', () => {
     })();
     const args: CopyTopicArgs = {
       databaseUrl: f.databaseUrl,
-      topic,
+      topics: [topic],
       partitions: all(partitions),
       owner: 'crashy-gaps',
       untilCaughtUp: false,
@@ -131,7 +131,7 @@ describe('bounded memory', () => {
     const run = runCopyTopic(
       {
         databaseUrl: f.databaseUrl,
-        topic,
+        topics: [topic],
         partitions: all(partitions),
         owner: 'memory',
         untilCaughtUp: true,

@@ -1,0 +1,220 @@
+// Benchmark "partitions": mirroring lag with many partitions — kmirror against MirrorMaker 2 tuned
+// as in bench/throughput.ts, in one run on the local stack (source PLAINTEXT, destination
+// SASL_PLAINTEXT; both on this machine).
+//
+// Per round and tool (the order alternates every round; each tool gets topics of its own):
+//  1. T source topics × P partitions, and their destination twins with
+//     message.timestamp.type=LogAppendTime (created in requests as the product makes them);
+//  2. the tool started: kmirror's copier process over every partition (scripts/copy-topic.ts), or
+//     MirrorMaker 2 (dedicated mode, tasks.max --mm2-tasks, topics by regex);
+//  3. warm-up: one record into every partition, and a wait until all are on the destination (so
+//     the tool's start-up — MirrorMaker's connector rebalance, kmirror's leases — is not lag);
+//  4. a librdkafka producer (bench/support/steady-producer.py: Java-default batching, 16 KiB,
+//     linger 5 ms) writes R MiB/s in total, dealt round-robin over every partition, for S seconds;
+//  5. once every record is on the destination: the lag of every destination batch after the
+//     warm-up (append time on the destination − source producer's timestamp of its first record,
+//     batchLags), weighted by records; CPU seconds of the tool's process and of the destination
+//     broker per GiB over steps 4–5 (from /proc).
+//
+//   npm run bench -- partitions [--topics 200] [--partitions-per-topic 10] [--mib-per-s 20]
+//        [--seconds 60] [--record-bytes 1024] [--rounds 2] [--mm2-tasks 2] [--kmirror-copiers 2]
+//
+// Prints RESULT lines per tool (`<tool>_lag_p50`, `_p99`, `_max`, `_cpu_per_gib`,
+// `_with_broker_cpu_per_gib`, medians over rounds) and last RESULT kmirror_lag_p99=<ms>.
+import { spawn } from 'node:child_process';
+import { cpus, totalmem } from 'node:os';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { createTopicsAndWait, deleteTopicsAndWait } from '../kafka/admin.ts';
+import { createBatches } from '../kafka/mirror-topics.ts';
+import { brokerPids } from '../scripts/stack/kafka.ts';
+import { ensureConfluentKafka } from '../scripts/stack/python.ts';
+import { KAFKA_VERSION } from '../scripts/stack/topology.ts';
+import { startMirrorMaker, tunedMirrorMakerProperties, type MirrorMakerHandle } from './support/kafka-tools.ts';
+import {
+  batchLags,
+  finishCopier,
+  median,
+  migrateStackDatabase,
+  note,
+  openClusters,
+  range,
+  result,
+  round1,
+  round2,
+  stackUp,
+  startCopier,
+  sum,
+  weightedPercentile,
+  type BatchLag,
+  type CopierSettings,
+} from './support/mirroring.ts';
+import { cpuSeconds } from './support/proc-cpu.ts';
+
+const { values } = parseArgs({
+  options: {
+    topics: { type: 'string', default: '200' },
+    'partitions-per-topic': { type: 'string', default: '10' },
+    'mib-per-s': { type: 'string', default: '20' },
+    seconds: { type: 'string', default: '60' },
+    'record-bytes': { type: 'string', default: '1024' },
+    rounds: { type: 'string', default: '2' },
+    'mm2-tasks': { type: 'string', default: '2' },
+    'kmirror-copiers': { type: 'string', default: '2' },
+  },
+});
+const topicCount = Number(values.topics);
+const partitionCount = Number(values['partitions-per-topic']);
+const recordBytes = Number(values['record-bytes']);
+const seconds = Number(values.seconds);
+const recordsPerSec = Math.round((Number(values['mib-per-s']) * 2 ** 20) / recordBytes);
+const rounds = Number(values.rounds);
+if (rounds % 2 !== 0) throw new Error(`--rounds must be even (the order alternates), got ${rounds}`);
+const mm2Tasks = Number(values['mm2-tasks']);
+const partitions = range(partitionCount);
+const totalPartitions = topicCount * partitionCount;
+const steadyRecords = recordsPerSec * seconds;
+/** The copier process as in bench/throughput.ts, with the product's default fetch sizes. */
+const kmirror: CopierSettings = { budgetBytes: 64 * 2 ** 20, copiers: Number(values['kmirror-copiers']) };
+const steadyProducer = fileURLToPath(new URL('./support/steady-producer.py', import.meta.url));
+
+stackUp();
+const clusters = await openClusters();
+const { sourceConnection, destConnection, dest, sourceAdmin, destAdmin } = clusters;
+await migrateStackDatabase();
+const python = ensureConfluentKafka((line) => note(line));
+const run = `bench.partitions-${Date.now().toString(36)}`;
+
+type Tool = 'kmirror' | 'mm2';
+
+/** steady-producer.py with `seconds` (0: one record per partition); resolves with its summary. */
+function produce(topics: readonly string[], produceSeconds: number): Promise<{ records: number; seconds: number; mibPerSec: number }> {
+  const args = { bootstrap: sourceConnection.bootstrap.join(','), topics, partitions: partitionCount, recordBytes, recordsPerSec, seconds: produceSeconds };
+  const child = spawn(python, [steadyProducer, JSON.stringify(args)], { stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  let err = '';
+  child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+  child.stderr.on('data', (d: Buffer) => (err = (err + d.toString()).slice(-4_000)));
+  return new Promise((resolve, reject) => {
+    child.on('close', (code) => {
+      if (code === 0) resolve(JSON.parse(out.trim().split('\n').at(-1)!) as { records: number; seconds: number; mibPerSec: number });
+      else reject(new Error(`steady-producer.py exited with ${code}: ${err}`));
+    });
+  });
+}
+
+/** Records on the destination over all `topics`. */
+async function destinationRecords(topics: readonly string[]): Promise<bigint> {
+  let total = 0n;
+  for (const topic of topics) total += sum(await dest.listOffsets(topic, partitions, 'latest'));
+  return total;
+}
+
+/** Poll (every 250 ms) until the destination holds `expected` records, or fail after `timeoutMs`. */
+async function awaitDestination(topics: readonly string[], expected: bigint, timeoutMs: number, failed: () => string | undefined): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const have = await destinationRecords(topics).catch((err: unknown) => {
+      if ((err as { retriable?: boolean }).retriable) return 0n;
+      throw err;
+    });
+    if (have >= expected) return;
+    const failure = failed();
+    if (failure !== undefined) throw new Error(`the mirroring process failed: ${failure}`);
+    if (Date.now() > deadline) throw new Error(`only ${have} of ${expected} records reached the destination in ${timeoutMs} ms`);
+    await sleep(250);
+  }
+}
+
+interface Measured {
+  readonly p50: number;
+  readonly p99: number;
+  readonly max: number;
+  readonly toolCpuPerGiB: number;
+  readonly brokerCpuPerGiB: number;
+}
+
+async function measure(tool: Tool, r: number): Promise<Measured> {
+  const prefix = `${run}-${tool}-${r}`;
+  const topics = range(topicCount).map((i) => `${prefix}-${String(i).padStart(4, '0')}`);
+  const specs = (configs: Record<string, string>) => topics.map((topic) => ({ topic, partitions: partitionCount, replicationFactor: 1, configs }));
+  for (const batch of createBatches(specs({}))) await createTopicsAndWait(sourceAdmin, batch);
+  for (const batch of createBatches(specs({ 'message.timestamp.type': 'LogAppendTime' }))) await createTopicsAndWait(destAdmin, batch);
+  let pid: number;
+  let stop: () => Promise<void>;
+  let failed: () => string | undefined = () => undefined;
+  if (tool === 'kmirror') {
+    const child = startCopier(topics, partitions, false, kmirror);
+    await child.started;
+    pid = child.pid;
+    stop = () => finishCopier(child, { terminate: true, budgetBytes: kmirror.budgetBytes });
+  } else {
+    const mm2: MirrorMakerHandle = startMirrorMaker({
+      source: sourceConnection,
+      destination: destConnection,
+      topicsRegex: `${prefix.replaceAll('.', '\\.')}-.*`,
+      tasks: mm2Tasks,
+      // The destination topics exist with LogAppendTime; keep MirrorMaker from syncing configs.
+      extra: { ...tunedMirrorMakerProperties('none'), 'sync.topic.configs.enabled': 'false' },
+    });
+    pid = mm2.pid;
+    failed = mm2.sourceConnectorError;
+    stop = () => mm2.stop();
+  }
+  try {
+    const warmStart = Date.now();
+    await produce(topics, 0);
+    await awaitDestination(topics, BigInt(totalPartitions), 300_000, failed);
+    note(`${tool} round ${r + 1}: ${topicCount} topics × ${partitionCount} partitions; warm-up record in every partition mirrored ${Date.now() - warmStart} ms after it was written`);
+    const [broker] = brokerPids('dest');
+    const cpu = () => ({ tool: cpuSeconds(pid), broker: broker === undefined ? Number.NaN : cpuSeconds(broker) });
+    const before = cpu();
+    const steady = await produce(topics, seconds);
+    await awaitDestination(topics, BigInt(totalPartitions + steadyRecords), 300_000, failed);
+    const after = cpu();
+    const lags: BatchLag[] = [];
+    for (const topic of topics) lags.push(...(await batchLags(dest, topic, partitions, 1n)));
+    const gib = (steadyRecords * recordBytes) / 2 ** 30;
+    const measured: Measured = {
+      p50: weightedPercentile(lags, 0.5),
+      p99: weightedPercentile(lags, 0.99),
+      max: Math.max(...lags.map((l) => l.lagMs)),
+      toolCpuPerGiB: round2((after.tool - before.tool) / gib),
+      brokerCpuPerGiB: round2((after.broker - before.broker) / gib),
+    };
+    note(
+      `${tool} round ${r + 1}: source wrote ${steady.records} records at ${steady.mibPerSec} MiB/s; ${lags.length} destination batches ` +
+        `(${round1(steadyRecords / lags.length)} records each); lag p50 ${measured.p50} ms, p99 ${measured.p99} ms, max ${measured.max} ms; ` +
+        `CPU ${measured.toolCpuPerGiB} s/GiB (destination broker ${measured.brokerCpuPerGiB} s/GiB)`,
+    );
+    return measured;
+  } finally {
+    await stop();
+    await deleteTopicsAndWait(destAdmin, topics, 300_000);
+    await deleteTopicsAndWait(sourceAdmin, topics, 300_000);
+    if (tool === 'mm2') await deleteTopicsAndWait(destAdmin, (await destAdmin.listTopics()).filter((t) => /^mm2-.*\.internal$/.test(t) || t === 'heartbeats'));
+  }
+}
+
+try {
+  note(`machine: ${cpus().length} cores (${cpus()[0]?.model ?? '?'}), ${Math.round(totalmem() / 2 ** 30)} GiB; Node ${process.version}; Kafka ${KAFKA_VERSION}`);
+  note(`load: ${topicCount} topics × ${partitionCount} partitions = ${totalPartitions}, ${values['mib-per-s']} MiB/s of ${recordBytes}-byte records (${recordsPerSec}/s) for ${seconds} s; ${rounds} rounds; MirrorMaker tasks.max ${mm2Tasks}`);
+  const tools: Tool[] = ['kmirror', 'mm2'];
+  const runs = new Map<Tool, Measured[]>(tools.map((t) => [t, []]));
+  for (let r = 0; r < rounds; r++) {
+    for (const tool of r % 2 === 0 ? tools : [...tools].reverse()) runs.get(tool)!.push(await measure(tool, r));
+  }
+  for (const tool of tools) {
+    const m = runs.get(tool)!;
+    result(`${tool}_lag_p50`, median(m.map((x) => x.p50)), 'ms');
+    result(`${tool}_lag_p99`, median(m.map((x) => x.p99)), 'ms');
+    result(`${tool}_lag_p99_range`, `${Math.min(...m.map((x) => x.p99))}-${Math.max(...m.map((x) => x.p99))}`, 'ms');
+    result(`${tool}_lag_max`, Math.max(...m.map((x) => x.max)), 'ms');
+    result(`${tool}_cpu_per_gib`, round2(median(m.map((x) => x.toolCpuPerGiB))), 'CPU-s/GiB');
+    result(`${tool}_with_broker_cpu_per_gib`, round2(median(m.map((x) => x.toolCpuPerGiB + x.brokerCpuPerGiB))), 'CPU-s/GiB');
+  }
+  result('kmirror_lag_p99', median(runs.get('kmirror')!.map((x) => x.p99)), 'ms');
+} finally {
+  await clusters.close();
+}
