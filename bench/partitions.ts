@@ -9,15 +9,18 @@
 //     MirrorMaker 2 (dedicated mode, tasks.max --mm2-tasks, topics by regex);
 //  3. warm-up: one record into every partition, and a wait until all are on the destination (so
 //     the tool's start-up — MirrorMaker's connector rebalance, kmirror's leases — is not lag);
-//  4. a librdkafka producer (bench/support/steady-producer.py: Java-default batching, 16 KiB,
-//     linger 5 ms) writes R MiB/s in total, dealt round-robin over every partition, for S seconds;
+//  4. a librdkafka producer (bench/support/steady-producer.py: 16 KiB batches, linger --linger-ms)
+//     writes R MiB/s in total, dealt round-robin over every partition, for S seconds. Linger 50 ms
+//     by default: with 5 ms the producer alone reached only 7 MiB/s into 2,000 partitions on this
+//     2-core machine (batches of ~1 record swamp the source broker), with 50 ms 19.6 MiB/s;
 //  5. once every record is on the destination: the lag of every destination batch after the
 //     warm-up (append time on the destination − source producer's timestamp of its first record,
-//     batchLags), weighted by records; CPU seconds of the tool's process and of the destination
+//     batchLags — so the producer's linger and the source append are in it, for both tools alike),
+//     weighted by records; CPU seconds of the tool's process and of the destination
 //     broker per GiB over steps 4–5 (from /proc).
 //
 //   npm run bench -- partitions [--topics 200] [--partitions-per-topic 10] [--mib-per-s 20]
-//        [--seconds 60] [--record-bytes 1024] [--rounds 2] [--mm2-tasks 2] [--kmirror-copiers 2]
+//        [--seconds 60] [--record-bytes 1024] [--linger-ms 50] [--rounds 2] [--mm2-tasks 2] [--kmirror-copiers 2]
 //
 // Prints RESULT lines per tool (`<tool>_lag_p50`, `_p99`, `_max`, `_cpu_per_gib`,
 // `_with_broker_cpu_per_gib`, medians over rounds) and last RESULT kmirror_lag_p99=<ms>.
@@ -59,6 +62,7 @@ const { values } = parseArgs({
     'mib-per-s': { type: 'string', default: '20' },
     seconds: { type: 'string', default: '60' },
     'record-bytes': { type: 'string', default: '1024' },
+    'linger-ms': { type: 'string', default: '50' },
     rounds: { type: 'string', default: '2' },
     'mm2-tasks': { type: 'string', default: '2' },
     'kmirror-copiers': { type: 'string', default: '2' },
@@ -90,7 +94,7 @@ type Tool = 'kmirror' | 'mm2';
 
 /** steady-producer.py with `seconds` (0: one record per partition); resolves with its summary. */
 function produce(topics: readonly string[], produceSeconds: number): Promise<{ records: number; seconds: number; mibPerSec: number }> {
-  const args = { bootstrap: sourceConnection.bootstrap.join(','), topics, partitions: partitionCount, recordBytes, recordsPerSec, seconds: produceSeconds };
+  const args = { bootstrap: sourceConnection.bootstrap.join(','), topics, partitions: partitionCount, recordBytes, recordsPerSec, seconds: produceSeconds, lingerMs: Number(values['linger-ms']) };
   const child = spawn(python, [steadyProducer, JSON.stringify(args)], { stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   let err = '';
@@ -199,7 +203,7 @@ async function measure(tool: Tool, r: number): Promise<Measured> {
 
 try {
   note(`machine: ${cpus().length} cores (${cpus()[0]?.model ?? '?'}), ${Math.round(totalmem() / 2 ** 30)} GiB; Node ${process.version}; Kafka ${KAFKA_VERSION}`);
-  note(`load: ${topicCount} topics × ${partitionCount} partitions = ${totalPartitions}, ${values['mib-per-s']} MiB/s of ${recordBytes}-byte records (${recordsPerSec}/s) for ${seconds} s; ${rounds} rounds; MirrorMaker tasks.max ${mm2Tasks}`);
+  note(`load: ${topicCount} topics × ${partitionCount} partitions = ${totalPartitions}, ${values['mib-per-s']} MiB/s of ${recordBytes}-byte records (${recordsPerSec}/s) for ${seconds} s, producer linger ${values['linger-ms']} ms; ${rounds} rounds; MirrorMaker tasks.max ${mm2Tasks}`);
   const tools: Tool[] = ['kmirror', 'mm2'];
   const runs = new Map<Tool, Measured[]>(tools.map((t) => [t, []]));
   for (let r = 0; r < rounds; r++) {

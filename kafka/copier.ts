@@ -43,7 +43,7 @@ import type { PartitionLease } from './lease.ts';
 import { AbortedTransactions, IsolationLevel, KafkaAnswerError, type FetchedPartition, type ProducedPartition, type RawCluster } from './protocol.ts';
 import { GapFiller } from './gap-filler.ts';
 import { invisibleChecksum, recordChecksum } from './verify.ts';
-import { decodeRecords, encodeBatch, isContiguous, isMergeable, mergeBatches, nextSequence, restampBatch, type DecodedRecord, type RawBatch, type RecordToEncode } from './wire.ts';
+import { decodeRecords, encodeBatch, isContiguous, isMergeable, mergedBatch, nextSequence, restampBatch, type DecodedRecord, type InPlaceBatch, type RawBatch, type RecordToEncode } from './wire.ts';
 
 export interface CopyOptions {
   /** Upper bound of one fetch response (reserved from the budget before fetching). */
@@ -207,7 +207,7 @@ interface ProduceItem {
   /** -1 for alignment fillers (not source data). */
   readonly leaderEpoch: number;
   /** Unstamped source bytes or an encoder: stamped with the sequence at send time. */
-  readonly stamp: (s: { producerId: bigint; producerEpoch: number; baseSequence: number }) => Buffer | Buffer[];
+  readonly stamp: (s: { producerId: bigint; producerEpoch: number; baseSequence: number }) => Buffer | Buffer[] | InPlaceBatch;
   /** What becomes the partition's boundary once acknowledged (absent for fillers). */
   readonly boundary?: { readonly batch: RawBatch } | { readonly record: DecodedRecord };
   /** Source batches copied as they are (more than one: merged into one batch). */
@@ -283,7 +283,7 @@ function copyItem(state: PartitionState, batches: readonly RawBatch[]): ProduceI
     records: batches.reduce((n, b) => n + b.recordsCount, 0),
     bytes: batches.reduce((n, b) => n + b.bytes.length, 0),
     leaderEpoch: last.leaderEpoch,
-    stamp: batches.length === 1 ? (s) => restampBatch(first, s) : (s) => mergeBatches(batches, s),
+    stamp: batches.length === 1 ? (s) => restampBatch(first, s) : (s) => mergedBatch(batches, s),
     boundary: { batch: last },
     batches,
   };

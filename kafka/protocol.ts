@@ -21,7 +21,7 @@ import { createRequire } from 'node:module';
 import type { Kafka } from 'kafkajs';
 import pRetry from 'p-retry';
 import { KmirrorError } from '../domain/errors.ts';
-import { controlType, splitBatches, type RawBatch } from './wire.ts';
+import { controlType, splitBatches, type InPlaceBatch, type RawBatch } from './wire.ts';
 
 const require = createRequire(import.meta.url);
 const { createErrorFromCode } = require('kafkajs/src/protocol/error') as {
@@ -144,7 +144,7 @@ function createCluster(kafka: Kafka): InternalCluster {
 
 // --- tiny big-endian writer/reader ------------------------------------------------------------
 class Writer {
-  private parts: Buffer[] = [];
+  private parts: (Buffer | InPlaceBatch)[] = [];
   private fixed(size: number, write: (b: Buffer) => void): this {
     const b = Buffer.allocUnsafe(size);
     write(b);
@@ -170,14 +170,30 @@ class Writer {
     this.parts.push(s);
     return this;
   }
-  bytes(chunks: readonly Buffer[]): this {
+  bytes(chunks: readonly Buffer[] | InPlaceBatch): this {
+    if ('writeInto' in chunks) {
+      this.int32(chunks.size);
+      this.parts.push(chunks);
+      return this;
+    }
     this.int32(chunks.reduce((n, c) => n + c.length, 0));
     this.parts.push(...chunks);
     return this;
   }
-  /** The request body behind FRAME_ROOM unused bytes, for body(). */
+  /** The request body behind FRAME_ROOM unused bytes, for body(): one allocation, each part copied
+   *  (or written, for an InPlaceBatch) into it once. */
   done(): Buffer {
-    return Buffer.concat([Buffer.allocUnsafe(FRAME_ROOM), ...this.parts]);
+    const size = this.parts.reduce((n, p) => n + (Buffer.isBuffer(p) ? p.length : p.size), FRAME_ROOM);
+    const out = Buffer.allocUnsafe(size);
+    let at = FRAME_ROOM;
+    for (const part of this.parts) {
+      if (Buffer.isBuffer(part)) at += part.copy(out, at);
+      else {
+        part.writeInto(out, at);
+        at += part.size;
+      }
+    }
+    return out;
   }
 }
 
@@ -352,8 +368,8 @@ export interface ProducePartitionRequest {
   readonly topic: string;
   readonly partition: number;
   /** Exactly one record batch (Produce v3+ allows one per partition per request), possibly in
-   *  chunks (a re-stamped header and the original records). */
-  readonly batch: Buffer | readonly Buffer[];
+   *  chunks (a re-stamped header and the original records) or written in place (merged batches). */
+  readonly batch: Buffer | readonly Buffer[] | InPlaceBatch;
 }
 export interface ProducedPartition {
   readonly topic: string;
@@ -369,7 +385,7 @@ function encodeProduce(req: { partitions: readonly ProducePartitionRequest[]; ac
   const w = new Writer().string(req.transactionalId ?? null).int16(req.acks).int32(req.timeoutMs).int32(topics.size);
   for (const [topic, partitions] of topics) {
     w.string(topic).int32(partitions.length);
-    for (const p of partitions) w.int32(p.partition).bytes(Buffer.isBuffer(p.batch) ? [p.batch] : p.batch);
+    for (const p of partitions) w.int32(p.partition).bytes(Buffer.isBuffer(p.batch) ? [p.batch] : (p.batch as readonly Buffer[] | InPlaceBatch));
   }
   return w.done();
 }

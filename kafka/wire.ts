@@ -23,7 +23,7 @@
 //
 // Pure: no I/O, no kafkajs. The copier re-stamps producer id/epoch/sequence and the CRC, and keeps
 // everything else — keys, values, headers (order, duplicates, nulls), timestamps, compression; it
-// may merge consecutive small uncompressed batches into one (mergeBatches), records unchanged.
+// may merge consecutive small uncompressed batches into one (mergedBatch), records unchanged.
 import { crc32c } from '@node-rs/crc32';
 import { decompressFrameSync as lz4DecompressFrame } from 'lz4-napi';
 import { gunzipSync, zstdDecompressSync } from 'node:zlib';
@@ -134,37 +134,47 @@ export function restampBatch(batch: RawBatch, stamp: ProducerStamp): Buffer[] {
   return [header, body];
 }
 
-/** True when `batch` may go into a merged batch (mergeBatches): uncompressed, CreateTime, not a
+/** True when `batch` may go into a merged batch (mergedBatch): uncompressed, CreateTime, not a
  *  control batch, no delete horizon (its base timestamp is the horizon, which must stay with the
  *  batch's own records), offsets without holes. */
 export function isMergeable(batch: RawBatch): boolean {
   return batch.codec === Codec.none && !batch.logAppendTime && !batch.isControl && !batch.hasDeleteHorizon && isContiguous(batch);
 }
 
+/** A batch written straight into a larger buffer (the produce request being encoded) instead of
+ *  built on its own and copied there: `size` bytes from `at`, CRC included. */
+export interface InPlaceBatch {
+  readonly size: number;
+  writeInto(out: Buffer, at: number): void;
+}
+
 /**
  * Consecutive mergeable batches (each starting where the previous one ends) as one idempotent,
- * non-transactional batch stamped with `stamp`, CRC computed: the copier's way to write a source
- * fed by small producer batches as large ones, as a producer with a large batch.size would have —
- * the destination broker then appends, indexes and replicates a few large batches instead of many
+ * non-transactional batch stamped with `stamp`: the copier's way to write a source fed by small
+ * producer batches as large ones, as a producer with a large batch.size would have — the
+ * destination broker then appends, indexes and replicates a few large batches instead of many
  * small ones. Every record keeps its bytes (attributes, key, value, headers) and its offset and
  * timestamp: only its offset and timestamp deltas are rebased onto the first batch's base offset
  * and base timestamp (so its length prefix may change). maxTimestamp is the largest of the batches'.
+ * The records are read now (a batch that cannot be merged is INVALID_ARGUMENT here) and written
+ * when the request is encoded.
  */
-export function mergeBatches(batches: readonly RawBatch[], stamp: ProducerStamp): Buffer {
+export function mergedBatch(batches: readonly RawBatch[], stamp: ProducerStamp): InPlaceBatch {
   const first = batches[0];
   if (first === undefined) throw new KmirrorError('INVALID_ARGUMENT', 'cannot merge no batches');
   const count = batches.reduce((n, b) => n + b.recordsCount, 0);
-  // Pass 1: each record's rebased deltas and where its unchanged part (key, value, headers) lies.
+  // Each record's rebased deltas and where its unchanged part (key, value, headers) lies.
   const timestampDeltas = new Float64Array(count);
   const offsetDeltas = new Float64Array(count);
   const restStarts = new Int32Array(count);
   const restEnds = new Int32Array(count);
   const sources = new Int32Array(count);
   const attributes = new Uint8Array(count);
-  let total = BATCH_HEADER_BYTES;
+  let size = BATCH_HEADER_BYTES;
   let maxTimestamp = first.maxTimestamp;
   let expectedBase = first.baseOffset;
   let i = 0;
+  const cursor = { pos: 0 };
   batches.forEach((batch, b) => {
     if (!isMergeable(batch) || batch.baseOffset !== expectedBase) {
       throw new KmirrorError('INVALID_ARGUMENT', `batch at offset ${batch.baseOffset} cannot be merged after the one ending at ${expectedBase - 1n}`);
@@ -173,50 +183,57 @@ export function mergeBatches(batches: readonly RawBatch[], stamp: ProducerStamp)
     if (batch.maxTimestamp > maxTimestamp) maxTimestamp = batch.maxTimestamp;
     const timestampShift = Number(batch.baseTimestamp - first.baseTimestamp);
     const offsetShift = Number(batch.baseOffset - first.baseOffset);
-    const reader = new Reader(batch.bytes);
-    reader.pos = BATCH_HEADER_BYTES;
+    const bytes = batch.bytes;
+    cursor.pos = BATCH_HEADER_BYTES;
     for (let r = 0; r < batch.recordsCount; r++, i++) {
-      const length = reader.varint();
-      const end = reader.pos + length;
-      attributes[i] = batch.bytes[reader.pos++]!;
-      timestampDeltas[i] = reader.varint() + timestampShift;
-      offsetDeltas[i] = reader.varint() + offsetShift;
-      restStarts[i] = reader.pos;
+      const length = readVarint(bytes, cursor);
+      const end = cursor.pos + length;
+      attributes[i] = bytes[cursor.pos++]!;
+      const timestampDelta = readVarint(bytes, cursor) + timestampShift;
+      const offsetDelta = readVarint(bytes, cursor) + offsetShift;
+      timestampDeltas[i] = timestampDelta;
+      offsetDeltas[i] = offsetDelta;
+      restStarts[i] = cursor.pos;
       restEnds[i] = end;
       sources[i] = b;
-      const body = 1 + varintSize(timestampDeltas[i]!) + varintSize(offsetDeltas[i]!) + (end - reader.pos);
-      total += varintSize(body) + body;
-      reader.pos = end;
+      const body = 1 + varintSize(timestampDelta) + varintSize(offsetDelta) + (end - cursor.pos);
+      size += varintSize(body) + body;
+      cursor.pos = end;
     }
-    if (reader.pos !== batch.bytes.length) throw new KmirrorError('INVALID_ARGUMENT', `batch at offset ${batch.baseOffset} has ${batch.bytes.length - reader.pos} bytes after its last record`);
+    if (cursor.pos !== bytes.length) throw new KmirrorError('INVALID_ARGUMENT', `batch at offset ${batch.baseOffset} has ${bytes.length - cursor.pos} bytes after its last record`);
   });
-  // Pass 2: header, then each record with its new prefix and its old rest.
-  const out = Buffer.allocUnsafe(total);
-  out.writeBigInt64BE(0n, 0);
-  out.writeInt32BE(total - LOG_OVERHEAD, 8);
-  out.writeInt32BE(-1, 12);
-  out.writeInt8(2, 16);
-  out.writeInt16BE(0, 21);
-  out.writeInt32BE(Number(expectedBase - 1n - first.baseOffset), 23);
-  out.writeBigInt64BE(first.baseTimestamp, 27);
-  out.writeBigInt64BE(maxTimestamp, 35);
-  out.writeBigInt64BE(stamp.producerId, 43);
-  out.writeInt16BE(stamp.producerEpoch, 51);
-  out.writeInt32BE(stamp.baseSequence, 53);
-  out.writeInt32BE(count, 57);
-  let pos = BATCH_HEADER_BYTES;
-  for (let r = 0; r < count; r++) {
-    const from = batches[sources[r]!]!.bytes;
-    const restStart = restStarts[r]!;
-    const restEnd = restEnds[r]!;
-    pos = writeVarint(out, pos, 1 + varintSize(timestampDeltas[r]!) + varintSize(offsetDeltas[r]!) + (restEnd - restStart));
-    out[pos++] = attributes[r]!;
-    pos = writeVarint(out, pos, timestampDeltas[r]!);
-    pos = writeVarint(out, pos, offsetDeltas[r]!);
-    pos += from.copy(out, pos, restStart, restEnd);
-  }
-  out.writeUInt32BE(crc32c(out.subarray(CRC_START)), 17);
-  return out;
+  const lastOffsetDelta = Number(expectedBase - 1n - first.baseOffset);
+  return {
+    size,
+    writeInto(out: Buffer, at: number): void {
+      out.writeBigInt64BE(0n, at);
+      out.writeInt32BE(size - LOG_OVERHEAD, at + 8);
+      out.writeInt32BE(-1, at + 12);
+      out.writeInt8(2, at + 16);
+      out.writeInt16BE(0, at + 21);
+      out.writeInt32BE(lastOffsetDelta, at + 23);
+      out.writeBigInt64BE(first.baseTimestamp, at + 27);
+      out.writeBigInt64BE(maxTimestamp, at + 35);
+      out.writeBigInt64BE(stamp.producerId, at + 43);
+      out.writeInt16BE(stamp.producerEpoch, at + 51);
+      out.writeInt32BE(stamp.baseSequence, at + 53);
+      out.writeInt32BE(count, at + 57);
+      let pos = at + BATCH_HEADER_BYTES;
+      for (let r = 0; r < count; r++) {
+        const restStart = restStarts[r]!;
+        const restEnd = restEnds[r]!;
+        const timestampDelta = timestampDeltas[r]!;
+        const offsetDelta = offsetDeltas[r]!;
+        pos = writeVarint(out, pos, 1 + varintSize(timestampDelta) + varintSize(offsetDelta) + (restEnd - restStart));
+        out[pos++] = attributes[r]!;
+        pos = writeVarint(out, pos, timestampDelta);
+        pos = writeVarint(out, pos, offsetDelta);
+        pos += batches[sources[r]!]!.bytes.copy(out, pos, restStart, restEnd);
+      }
+      if (pos !== at + size) throw new KmirrorError('INTERNAL', `merged batch wrote ${pos - at} bytes, expected ${size}`);
+      out.writeUInt32BE(crc32c(out.subarray(at + CRC_START, at + size)), at + 17);
+    },
+  };
 }
 
 /** CRC check of a fetched batch (the broker validates produced ones; we validate fetched ones). */
@@ -383,6 +400,8 @@ function zigzag(value: number): number {
 
 function varintSize(value: number): number {
   let v = zigzag(value);
+  if (v < 0x80) return 1;
+  if (v < 0x4000) return 2;
   let size = 1;
   while (v >= 0x80) {
     v = Math.floor(v / 128);
@@ -393,12 +412,46 @@ function varintSize(value: number): number {
 
 function writeVarint(buf: Buffer, pos: number, value: number): number {
   let v = zigzag(value);
+  if (v < 0x80) {
+    buf[pos] = v;
+    return pos + 1;
+  }
   while (v >= 0x80) {
     buf[pos++] = (v % 128) | 0x80;
     v = Math.floor(v / 128);
   }
   buf[pos++] = v;
   return pos;
+}
+
+/** The zigzag varint at cursor.pos (advanced past it): up to 4 bytes inline, longer ones (large
+ *  timestamp deltas) through Reader. Hot in mergedBatch, called for every record. */
+function readVarint(buf: Buffer, cursor: { pos: number }): number {
+  let pos = cursor.pos;
+  let byte = buf[pos++]!;
+  let raw = byte & 0x7f;
+  if (byte >= 0x80) {
+    byte = buf[pos++]!;
+    raw |= (byte & 0x7f) << 7;
+    if (byte >= 0x80) {
+      byte = buf[pos++]!;
+      raw |= (byte & 0x7f) << 14;
+      if (byte >= 0x80) {
+        byte = buf[pos++]!;
+        raw |= (byte & 0x7f) << 21;
+        if (byte >= 0x80) {
+          const reader = new Reader(buf);
+          reader.pos = cursor.pos;
+          const value = reader.varint();
+          cursor.pos = reader.pos;
+          return value;
+        }
+      }
+    }
+  }
+  if (pos > buf.length) throw new KmirrorError('INVALID_ARGUMENT', 'truncated varint in record');
+  cursor.pos = pos;
+  return (raw >>> 1) ^ -(raw & 1);
 }
 
 function bytesSize(b: Buffer | null): number {

@@ -14,7 +14,7 @@ import {
   encodeBatch,
   isContiguous,
   isMergeable,
-  mergeBatches,
+  mergedBatch,
   nextSequence,
   restampBatch,
   splitBatches,
@@ -142,6 +142,14 @@ function decodeError(batch: RawBatch): unknown {
   return undefined;
 }
 
+/** mergedBatch written into a buffer of its own, behind `at` bytes of something else. */
+function mergeBatches(batches: readonly RawBatch[], s: typeof stamp, at = 0): Buffer {
+  const merged = mergedBatch(batches, s);
+  const out = Buffer.alloc(at + merged.size, 0xee);
+  merged.writeInto(out, at);
+  return out.subarray(at);
+}
+
 /** `records` as one source batch based at `baseOffset` (what a fetch returns). */
 function sourceBatch(records: readonly RecordToEncode[], baseOffset: bigint): RawBatch {
   const bytes = encodeBatch(records, stamp);
@@ -152,14 +160,17 @@ function sourceBatch(records: readonly RecordToEncode[], baseOffset: bigint): Ra
 describe('merging consecutive batches', () => {
   it('keeps every record, offset and timestamp of any run of batches (timestamps out of order included)', () => {
     fc.assert(
-      fc.property(fc.bigInt({ min: 0n, max: 2n ** 40n }), fc.array(fc.array(recordArb, { minLength: 1, maxLength: 8 }), { minLength: 1, maxLength: 6 }), (start, runs) => {
+      fc.property(fc.bigInt({ min: 0n, max: 2n ** 40n }), fc.array(fc.array(recordArb, { minLength: 1, maxLength: 8 }), { minLength: 1, maxLength: 6 }), fc.boolean(), (start, drawn, close) => {
+        // close: timestamps within ±2^20 ms of each other (short varint deltas, negative ones
+        // included), as a real producer writes them; else anywhere in 0..2^42 (long varints).
+        const runs = close ? drawn.map((records) => records.map((r) => ({ ...r, timestamp: 1_700_000_000_000n + (r.timestamp % 2n ** 21n) - 2n ** 20n }))) : drawn;
         let at = start;
         const batches = runs.map((records) => {
           const batch = sourceBatch(records, at);
           at += BigInt(records.length);
           return batch;
         });
-        const merged = mergeBatches(batches, { producerId: 99n, producerEpoch: 1, baseSequence: 1000 });
+        const merged = mergeBatches(batches, { producerId: 99n, producerEpoch: 1, baseSequence: 1000 }, 13);
         expect(merged.readBigInt64BE(0)).toBe(0n); // the broker assigns the base offset
         merged.writeBigInt64BE(start, 0); // as the destination will hold it
         const batch = asRawBatch(merged); // the CRC covers bytes 21.., not the base offset
