@@ -56,8 +56,8 @@ export interface CopyOptions {
   readonly maxInFlight: number;
   /** Records per alignment filler batch. */
   readonly fillerBatchRecords: number;
-  /** Consecutive small uncompressed source batches are merged into one batch of up to this many
-   *  bytes (contract 7); 0 turns merging off. Keep it ≤ the destination topics' max.message.bytes:
+  /** Consecutive small (≤ 1/8 of it) uncompressed source batches are merged into one batch of up
+   *  to this many bytes (contract 7); 0 turns merging off. Keep it ≤ the destination topics' max.message.bytes:
    *  a partition whose merged batch the destination refuses as too large stops merging. */
   readonly mergeBatchBytes: number;
   /** Give up (CLUSTER_UNREACHABLE) after this long without one successful round. */
@@ -742,8 +742,11 @@ class Copier {
       run = [];
       runBytes = 0;
     };
+    // Only small batches are merged: one of ≥ 1/8 of the limit is already large enough for the
+    // destination, and merging it would only cost a pass over its records.
+    const small = (batch: RawBatch): boolean => batch.bytes.length * 8 <= mergeLimit && isMergeable(batch);
     const copyAsIs = (batch: RawBatch): void => {
-      const fits = runBytes + batch.bytes.length <= mergeLimit && isMergeable(batch) && run.every(isMergeable);
+      const fits = runBytes + batch.bytes.length <= mergeLimit && small(batch) && run.every(small);
       if (!fits) flush();
       run.push(batch);
       runBytes += batch.bytes.length;

@@ -32,7 +32,7 @@ export function pipInstall(name: string, version: string, log: (line: string) =>
 /** The venv's Python with confluent-kafka importable (installed on first use). */
 export function ensureConfluentKafka(log: (line: string) => void = () => undefined): string {
   try {
-    if (existsSync(venvPython) && run(venvPython, ['-c', 'import confluent_kafka; print(confluent_kafka.version()[0])']).trim() === CONFLUENT_KAFKA_VERSION) return venvPython;
+    if (existsSync(venvPython) && run(venvPython, ['-c', 'import confluent_kafka; print(confluent_kafka.__version__)']).trim() === CONFLUENT_KAFKA_VERSION) return venvPython;
   } catch {
     // not installed yet
   }
