@@ -3,9 +3,9 @@
 // fetcher moves log bytes without decoding them, as kmirror does; it is what "as fast as bytes can
 // be copied between two brokers here" means, beside the Java clients' ceilings.
 //
-// Needs two destination nodes: runs `stack up --dest-nodes 2`, which RE-FORMATS the destination
-// cluster (its data is discarded), and `stack up --dest-nodes 1` (re-formatting it again) at the
-// end unless --keep-nodes. Per round: a topic of P partitions on node 1 only, filled with N bytes
+// Needs two destination nodes: stops the destination and runs `stack up --dest-nodes 2`, which
+// RE-FORMATS the destination cluster (its data is discarded), and does the same with one node (a
+// re-format again) at the end unless --keep-nodes. Per round: a topic of P partitions on node 1 only, filled with N bytes
 // of R-byte records by ProducerPerformance batching as the throughput benchmark's profile does,
 // then a reassignment adds node 2 as a replica of every partition; the time from the reassignment
 // to the last partition having node 2 in sync gives MiB/s, with the CPU seconds per GiB of both
@@ -41,10 +41,13 @@ const records = Math.floor((Number(values.mib) * 2 ** 20) / recordBytes);
 const partitionCount = Number(values.partitions);
 const rounds = Number(values.rounds);
 
-/** `stack up --quiet --dest-nodes n` (exits on failure). */
+/** `stack down --only dest`, then `stack up --quiet --dest-nodes n` (the stack refuses to change
+ *  the node count of a running cluster); exits on failure. */
 function stackWithDestNodes(n: number): void {
-  const up = spawnSync(process.execPath, ['--import', 'tsx', join(projectRoot, 'scripts', 'stack.ts'), 'up', '--quiet', '--dest-nodes', String(n)], { stdio: 'inherit' });
-  if (up.status !== 0) process.exit(up.status ?? 1);
+  for (const args of [['down', '--only', 'dest'], ['up', '--quiet', '--dest-nodes', String(n)]]) {
+    const step = spawnSync(process.execPath, ['--import', 'tsx', join(projectRoot, 'scripts', 'stack.ts'), ...args], { stdio: 'inherit' });
+    if (step.status !== 0) process.exit(step.status ?? 1);
+  }
 }
 
 stackWithDestNodes(2);
@@ -88,7 +91,7 @@ try {
   }
   result('replica_catch_up', median(rates), 'MiB/s');
   result('replica_catch_up_range', `${Math.min(...rates)}-${Math.max(...rates)}`, 'MiB/s');
-  result('replica_catch_up_brokers_cpu_per_gib', median(cpuPerGiB), 'CPU-s/GiB');
+  result('replica_catch_up_brokers_cpu_per_gib', round2(median(cpuPerGiB)), 'CPU-s/GiB');
 } finally {
   await clusters.close();
   if (!values['keep-nodes']) stackWithDestNodes(1);
