@@ -15,8 +15,8 @@
 //     2-core machine (batches of ~1 record swamp the source broker), with 50 ms 19.6 MiB/s;
 //  5. once every record is on the destination: the lag of every destination batch after the
 //     warm-up (append time on the destination − source producer's timestamp of its first record,
-//     batchLags — so the producer's linger and the source append are in it, for both tools alike),
-//     weighted by records; CPU seconds of the tool's process and of the destination
+//     batchLags — so the producer's linger and the source append are in it, for both tools alike;
+//     the producer's own produce → acknowledged latency is reported beside it), weighted by records; CPU seconds of the tool's process and of the destination
 //     broker per GiB over steps 4–5 (from /proc).
 //
 //   npm run bench -- partitions [--topics 200] [--partitions-per-topic 10] [--mib-per-s 20]
@@ -93,7 +93,16 @@ const run = `bench.partitions-${Date.now().toString(36)}`;
 type Tool = 'kmirror' | 'mm2';
 
 /** steady-producer.py with `seconds` (0: one record per partition); resolves with its summary. */
-function produce(topics: readonly string[], produceSeconds: number): Promise<{ records: number; seconds: number; mibPerSec: number }> {
+interface Produced {
+  readonly records: number;
+  readonly seconds: number;
+  readonly mibPerSec: number;
+  /** produce() to the source's acknowledgement: the source's own part of the measured lag. */
+  readonly latencyP50Ms: number;
+  readonly latencyP99Ms: number;
+}
+
+function produce(topics: readonly string[], produceSeconds: number): Promise<Produced> {
   const args = { bootstrap: sourceConnection.bootstrap.join(','), topics, partitions: partitionCount, recordBytes, recordsPerSec, seconds: produceSeconds, lingerMs: Number(values['linger-ms']) };
   const child = spawn(python, [steadyProducer, JSON.stringify(args)], { stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
@@ -102,7 +111,7 @@ function produce(topics: readonly string[], produceSeconds: number): Promise<{ r
   child.stderr.on('data', (d: Buffer) => (err = (err + d.toString()).slice(-4_000)));
   return new Promise((resolve, reject) => {
     child.on('close', (code) => {
-      if (code === 0) resolve(JSON.parse(out.trim().split('\n').at(-1)!) as { records: number; seconds: number; mibPerSec: number });
+      if (code === 0) resolve(JSON.parse(out.trim().split('\n').at(-1)!) as Produced);
       else reject(new Error(`steady-producer.py exited with ${code}: ${err}`));
     });
   });
@@ -135,6 +144,7 @@ interface Measured {
   readonly p50: number;
   readonly p99: number;
   readonly max: number;
+  readonly sourceP99: number;
   readonly toolCpuPerGiB: number;
   readonly brokerCpuPerGiB: number;
 }
@@ -183,12 +193,13 @@ async function measure(tool: Tool, r: number): Promise<Measured> {
     const measured: Measured = {
       p50: weightedPercentile(lags, 0.5),
       p99: weightedPercentile(lags, 0.99),
-      max: Math.max(...lags.map((l) => l.lagMs)),
+      max: lags.reduce((m, l) => Math.max(m, l.lagMs), 0),
+      sourceP99: steady.latencyP99Ms,
       toolCpuPerGiB: round2((after.tool - before.tool) / gib),
       brokerCpuPerGiB: round2((after.broker - before.broker) / gib),
     };
     note(
-      `${tool} round ${r + 1}: source wrote ${steady.records} records at ${steady.mibPerSec} MiB/s; ${lags.length} destination batches ` +
+      `${tool} round ${r + 1}: source wrote ${steady.records} records at ${steady.mibPerSec} MiB/s (produce → acknowledged p50 ${steady.latencyP50Ms} ms, p99 ${steady.latencyP99Ms} ms); ${lags.length} destination batches ` +
         `(${round1(steadyRecords / lags.length)} records each); lag p50 ${measured.p50} ms, p99 ${measured.p99} ms, max ${measured.max} ms; ` +
         `CPU ${measured.toolCpuPerGiB} s/GiB (destination broker ${measured.brokerCpuPerGiB} s/GiB)`,
     );
@@ -214,6 +225,7 @@ try {
     result(`${tool}_lag_p50`, median(m.map((x) => x.p50)), 'ms');
     result(`${tool}_lag_p99`, median(m.map((x) => x.p99)), 'ms');
     result(`${tool}_lag_p99_range`, `${Math.min(...m.map((x) => x.p99))}-${Math.max(...m.map((x) => x.p99))}`, 'ms');
+    result(`${tool}_source_produce_p99`, median(m.map((x) => x.sourceP99)), 'ms');
     result(`${tool}_lag_max`, Math.max(...m.map((x) => x.max)), 'ms');
     result(`${tool}_cpu_per_gib`, round2(median(m.map((x) => x.toolCpuPerGiB))), 'CPU-s/GiB');
     result(`${tool}_with_broker_cpu_per_gib`, round2(median(m.map((x) => x.toolCpuPerGiB + x.brokerCpuPerGiB))), 'CPU-s/GiB');

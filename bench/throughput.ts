@@ -274,7 +274,7 @@ try {
     result('lag_source_produce_p99', steady.p99Ms, 'ms');
     result('lag_p50', weightedPercentile(lags, 0.5), 'ms');
     result('lag_p99', weightedPercentile(lags, 0.99), 'ms');
-    result('lag_max', Math.max(...lags.map((l) => l.lagMs)), 'ms');
+    result('lag_max', lags.reduce((m, l) => Math.max(m, l.lagMs), 0), 'ms');
   }
   result('kmirror_vs_mm2', headline[0]!);
 } finally {

@@ -78,6 +78,7 @@ await emit({
   event: 'done',
   partitions: results.flatMap((r) => r.partitions.map((p) => ({ topic: p.topic, partition: p.partition, status: p.status, nextOffset: p.nextOffset, error: p.error?.message }))),
   records: results.reduce((n, r) => n + r.stats.records, 0),
+  stats: results.map((r) => r.stats),
   baselineRss,
   peakRss,
   budgetPeak: budget.peak,

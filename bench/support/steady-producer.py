@@ -8,7 +8,9 @@ Writes N records per second in total for S seconds (S = 0: one record into every
 fast as it goes), dealt round-robin over every partition of every topic, each record R bytes of
 value stamped with the producer's create time. Kept on pace in 10 ms steps; a step it is late for
 is written at once (the pace does not drift). Waits until all are acknowledged and prints one JSON
-line: {"records", "seconds", "mibPerSec", "failed"}. Any delivery error makes it exit 1.
+line: {"records", "seconds", "mibPerSec", "failed", "latencyP50Ms", "latencyP99Ms", "latencyMaxMs"}
+— latency from produce() to the source's acknowledgement (librdkafka's msg.latency()), the part
+of a mirror's measured lag that is the source's own. Any delivery error makes it exit 1.
 """
 import json
 import os
@@ -33,10 +35,13 @@ def main() -> None:
     targets = [(t, p) for t in cfg["topics"] for p in range(cfg["partitions"])]
     value = os.urandom(cfg["recordBytes"])
     failed = []
+    latencies = []
 
-    def delivered(err, _msg) -> None:
+    def delivered(err, msg) -> None:
         if err is not None:
             failed.append(str(err))
+        else:
+            latencies.append(msg.latency())
 
     def produce(i: int) -> None:
         topic, partition = targets[i % len(targets)]
@@ -65,7 +70,20 @@ def main() -> None:
             time.sleep(0.01)
     left = producer.flush(60)
     elapsed = time.monotonic() - started
-    out = {"records": total - left, "seconds": round(elapsed, 3), "mibPerSec": round(total * cfg["recordBytes"] / 2**20 / elapsed, 2), "failed": len(failed)}
+    latencies.sort()
+
+    def quantile(q: float) -> float:
+        return round(1000 * latencies[min(len(latencies) - 1, int(q * len(latencies)))], 1) if latencies else -1
+
+    out = {
+        "records": total - left,
+        "seconds": round(elapsed, 3),
+        "mibPerSec": round(total * cfg["recordBytes"] / 2**20 / elapsed, 2),
+        "failed": len(failed),
+        "latencyP50Ms": quantile(0.5),
+        "latencyP99Ms": quantile(0.99),
+        "latencyMaxMs": quantile(1.0),
+    }
     print(json.dumps(out), flush=True)
     if left or failed:
         print(f"{left} records not delivered; errors: {failed[:5]}", file=sys.stderr)
