@@ -14,8 +14,10 @@
 //     records compaction removed) are taken on the destination by aborted transactions of empty
 //     fillers (kafka/gap-filler.ts), so read_committed consumers see exactly the source's committed
 //     records at their offsets and no source-aborted record is ever written.
-//  4. Resume. The destination's end offset is the checkpoint: every start, and every recovery from
-//     a produce error, re-reads it and continues from there with a fresh producer id — but only
+//  4. Resume. The destination's end offset is the checkpoint: every start re-reads it, and every
+//     recovery from an error re-reads it for the partitions whose position the error made uncertain
+//     (all of them after an error that is not a Resync), then continues from there with a fresh
+//     producer id (every partition's sequence restarts) — but only
 //     after the destination's last record is compared with the source's record at that offset. A
 //     record written into the destination while no copier ran (a foreign write) differs there, and
 //     halts the partition with OFFSET_DIVERGENCE instead of being adopted.
@@ -37,6 +39,7 @@
 //  9. Positions. With `positions`, the destination end, the source leader epoch and the checksum of
 //     the last copied record are handed over at most every `everyMs`, and once more at the end.
 import { setTimeout as sleep } from 'node:timers/promises';
+import pRetry from 'p-retry';
 import { KmirrorError, isKmirrorError } from '../domain/errors.ts';
 import type { ByteBudget } from './budget.ts';
 import type { PartitionLease } from './lease.ts';
@@ -131,6 +134,8 @@ export interface CopyStats {
   fillerRecords: number;
   fillMs: number;
   resyncs: number;
+  /** Partitions those resyncs re-read, summed: only the uncertain ones after an error (contract 4). */
+  resyncedPartitions: number;
   /** Resyncs whose boundary record could not be compared (the source no longer holds it). */
   boundaryUnverified: number;
   /** Interrupted alignments finished on resync (contract 2). */
@@ -227,9 +232,29 @@ interface PartitionPlan {
   readonly segments: { items: ProduceItem[]; gap?: Gap }[];
 }
 
-/** Thrown inside a round to make the copier re-read the destination and start a fresh producer. */
+/**
+ * Thrown inside a round to make the copier re-read the destination and start a fresh producer.
+ * `keys` names the partitions whose position is uncertain (a produce request that failed or was
+ * answered with an error, a fetch error, a failed gap fill): only they are re-read — every other
+ * partition's position is exact, since a round waits for all its requests before it throws. With
+ * thousands of partitions per copier, re-reading all of them for one partition's hiccup took
+ * seconds (≈3.3 s per 1,000). Absent: all partitions.
+ */
 class Resync extends Error {
   override readonly name = 'Resync';
+  constructor(
+    message: string,
+    readonly keys: ReadonlySet<string> | undefined,
+    options?: ErrorOptions,
+  ) {
+    super(message, options);
+  }
+
+  /** This resync and `other` as one: the first message, the union of the partitions. */
+  and(other: Resync): Resync {
+    const keys = this.keys === undefined || other.keys === undefined ? undefined : new Set([...this.keys, ...other.keys]);
+    return new Resync(this.message, keys, { cause: this.cause });
+  }
 }
 
 /** Answers to a batch above the destination topic's max.message.bytes. */
@@ -300,6 +325,7 @@ class Copier {
     fillerRecords: 0,
     fillMs: 0,
     resyncs: 0,
+    resyncedPartitions: 0,
     boundaryUnverified: 0,
     alignmentsFinished: 0,
     gapsFilled: 0,
@@ -361,12 +387,13 @@ class Copier {
     }
     const renewal = this.renewLoop();
     try {
-      let needResync = true;
+      // What the next resync re-reads: every partition, some (a Resync's keys), or none.
+      let needResync: ReadonlySet<string> | 'all' | undefined = 'all';
       while (!this.stop.signal.aborted && this.active().length > 0) {
         try {
-          if (needResync) {
-            await this.resync();
-            needResync = false;
+          if (needResync !== undefined) {
+            await this.resync(needResync === 'all' ? undefined : needResync);
+            needResync = undefined;
             if (alignOnly) break;
           }
           await this.copyRound();
@@ -383,7 +410,7 @@ class Copier {
             throw new KmirrorError('CLUSTER_UNREACHABLE', `no progress copying for ${this.options.unreachableAfterMs} ms: ${(err as Error).message}`, { topics: this.topicsText() }, { cause: err });
           }
           await sleep(200);
-          needResync = true;
+          needResync = err instanceof Resync && err.keys !== undefined && needResync !== 'all' ? new Set([...(needResync ?? []), ...err.keys]) : 'all';
         }
       }
     } finally {
@@ -483,23 +510,34 @@ class Copier {
    * interrupted alignment, compare the boundary record, and align partitions that end below the
    * source's log start.
    */
-  private async resync(): Promise<void> {
+  /** Re-read the destination (and source) position of the partitions `keys` names, all when absent,
+   *  and start a fresh producer (contract 4). */
+  private async resync(keys?: ReadonlySet<string>): Promise<void> {
     this.stats.resyncs++;
-    const active = this.active();
+    const active = this.active().filter((s) => keys === undefined || keys.has(s.key));
     if (active.length === 0) return;
+    this.stats.resyncedPartitions += active.length;
     const { source, destination } = this.req;
     const byTopic = groupBy(active, (s) => s.topic);
     const offsets = new Map<string, { destStart: bigint; srcStart: bigint; srcEnd: bigint; srcHighWatermark: bigint }>();
     await forEachLimit([...byTopic], RESYNC_CONCURRENCY, async ([topic, states]) => {
       const ps = states.map((s) => s.partition);
-      // Leaders may have moved (that is often why we resync): re-read them.
-      await Promise.all([source.partitions(topic, true), destination.partitions(topic, true)]);
-      const [destStart, srcStart, srcEnd, srcHighWatermark] = await Promise.all([
-        destination.listOffsets(topic, ps, 'earliest'),
-        source.listOffsets(topic, ps, 'earliest'),
-        source.listOffsets(topic, ps, 'latest', IsolationLevel.READ_COMMITTED),
-        source.listOffsets(topic, ps, 'latest'),
-      ]);
+      // A topic's leaders that answer NOT_LEADER (moved, or a partition still loading after the
+      // topic was created) are retried here, topic by topic: failing the whole resync would re-read
+      // every other topic again (seconds, with thousands of partitions).
+      const [destStart, srcStart, srcEnd, srcHighWatermark] = await pRetry(
+        async () => {
+          // Leaders may have moved (that is often why we resync): re-read them.
+          await Promise.all([source.partitions(topic, true), destination.partitions(topic, true)]);
+          return Promise.all([
+            destination.listOffsets(topic, ps, 'earliest'),
+            source.listOffsets(topic, ps, 'earliest'),
+            source.listOffsets(topic, ps, 'latest', IsolationLevel.READ_COMMITTED),
+            source.listOffsets(topic, ps, 'latest'),
+          ]);
+        },
+        { retries: 100, minTimeout: 50, maxTimeout: 1_000, maxRetryTime: 15_000, shouldRetry: ({ error }) => isRetriable(error) && !this.stop.signal.aborted },
+      );
       for (const p of ps) {
         offsets.set(partitionKey(topic, p), { destStart: destStart.get(p)!, srcStart: srcStart.get(p)!, srcEnd: srcEnd.get(p)!, srcHighWatermark: srcHighWatermark.get(p)! });
       }
@@ -668,8 +706,16 @@ class Copier {
       if (list === undefined) byLeader.set(leader, [state]);
       else list.push(state);
     }
-    await Promise.all([...byLeader].map(([leader, states]) => this.copyFromLeader(leader, states)));
+    // Every leader's round ends before an error is thrown: a resync must not run while another
+    // leader's produce requests are still in flight.
+    const outcomes = await Promise.allSettled([...byLeader].map(([leader, states]) => this.copyFromLeader(leader, states)));
     this.report();
+    const failed = outcomes.flatMap((o) => (o.status === 'rejected' ? [o.reason as unknown] : []));
+    const first = failed.find((err) => !(err instanceof Resync)) ?? failed[0];
+    if (first === undefined) return;
+    // Only Resyncs: one, naming all their partitions. Anything else wins (lease lost, a fatal error).
+    if (first instanceof Resync) throw (failed as Resync[]).reduce((a, b) => a.and(b));
+    throw first;
   }
 
   private async copyFromLeader(leader: number, states: PartitionState[]): Promise<void> {
@@ -691,12 +737,12 @@ class Copier {
       held = actual;
       const byKey = new Map(states.map((s) => [s.key, s]));
       const plans: { state: PartitionState; plan: PartitionPlan }[] = [];
-      let refetch = false;
+      const refetch = new Set<string>();
       for (const p of fetched) {
         const state = byKey.get(partitionKey(p.topic, p.partition));
         if (!state) continue;
         if (p.error) {
-          if (p.error.type === 'OFFSET_OUT_OF_RANGE' || p.error.retriable) refetch = true;
+          if (p.error.type === 'OFFSET_OUT_OF_RANGE' || p.error.retriable) refetch.add(state.key);
           else this.fail(state, new KafkaAnswerError(`fetch ${p.topic}-${p.partition} failed: ${p.error.type}`, p.error));
           continue;
         }
@@ -720,7 +766,7 @@ class Copier {
       for (const { state } of plans) {
         if (state.status === 'copying' && this.req.untilCaughtUp && state.next >= state.sourceEnd) state.status = 'caught-up';
       }
-      if (refetch) throw new Resync('source moved (leader change or log start beyond our offset)');
+      if (refetch.size > 0) throw new Resync(`source moved for ${refetch.size} partition(s) (leader change or log start beyond our offset)`, refetch);
     } finally {
       budget.release(held);
     }
@@ -831,9 +877,10 @@ class Copier {
   private async fillGaps(gaps: readonly { state: PartitionState; gap: Gap }[]): Promise<void> {
     let resync: Resync | undefined;
     await forEachLimit(gaps, GAP_CONCURRENCY, async ({ state, gap }) => {
-      if (resync !== undefined || state.status !== 'copying') return;
+      if (state.status !== 'copying') return;
       if (state.next !== gap.from) {
-        resync ??= new Resync(`${state.topic}-${state.partition} ends at ${state.next}, not at its gap ${gap.from}`);
+        const r = new Resync(`${state.topic}-${state.partition} ends at ${state.next}, not at its gap ${gap.from}`, new Set([state.key]));
+        resync = resync?.and(r) ?? r;
         return;
       }
       try {
@@ -847,7 +894,10 @@ class Copier {
       } catch (err) {
         if (isKmirrorError(err, 'LEASE_LOST')) throw err;
         if (isKmirrorError(err) && !err.retryable) this.fail(state, err);
-        else resync ??= new Resync(`filling ${state.topic}-${state.partition} [${gap.from}, ${gap.to}): ${(err as Error).message}`, { cause: err });
+        else {
+          const r = new Resync(`filling ${state.topic}-${state.partition} [${gap.from}, ${gap.to}): ${(err as Error).message}`, new Set([state.key]), { cause: err });
+          resync = resync?.and(r) ?? r;
+        }
       }
     });
     if (resync) throw resync;
@@ -883,7 +933,9 @@ class Copier {
           .produce({ leader, partitions: batches, timeoutMs: this.options.produceTimeoutMs })
           .then((responses) => this.acknowledge(items, responses))
           .catch((err: unknown) => {
-            resync ??= err instanceof Resync ? err : new Resync(`produce failed: ${(err as Error).message}`, { cause: err });
+            // A request that failed as a whole leaves every partition in it uncertain.
+            const r = err instanceof Resync ? err : new Resync(`produce failed: ${(err as Error).message}`, new Set(items.map((i) => i.state.key)), { cause: err });
+            resync = resync?.and(r) ?? r;
           });
         inFlight.push(sent);
         if (inFlight.length >= this.options.maxInFlight) await inFlight.shift();
@@ -893,22 +945,33 @@ class Copier {
     if (resync) throw resync;
   }
 
+  /** Take a produce request's answers: each acknowledged batch moves its partition on; a partition
+   *  answered with a retriable error (or not at all) is uncertain, and once every answer is taken
+   *  they are thrown as one Resync naming them. */
   private acknowledge(items: readonly ProduceItem[], responses: readonly ProducedPartition[]): void {
     const byKey = new Map(responses.map((r) => [partitionKey(r.topic, r.partition), r]));
+    const uncertain = new Map<string, string>();
     for (const item of items) {
       const state = item.state;
       const { topic, partition } = state;
       const response = byKey.get(state.key);
       if (state.status !== 'copying') continue;
-      if (!response) throw new Resync(`no produce response for ${topic}-${partition}`);
+      if (!response) {
+        uncertain.set(state.key, `no produce response for ${topic}-${partition}`);
+        continue;
+      }
       if (response.error) {
         if (TOO_LARGE_ERRORS.has(response.error.type) && (item.batches?.length ?? 0) > 1) {
           // The destination topic's max.message.bytes is below mergeBatchBytes: copy one by one.
           state.noMerging = true;
           this.stats.mergingStopped++;
-          throw new Resync(`produce ${topic}-${partition}: ${response.error.type} for a merged batch of ${item.bytes} bytes; merging stopped for this partition`);
+          uncertain.set(state.key, `produce ${topic}-${partition}: ${response.error.type} for a merged batch of ${item.bytes} bytes; merging stopped for this partition`);
+          continue;
         }
-        if (RESYNC_ERRORS.has(response.error.type) || response.error.retriable) throw new Resync(`produce ${topic}-${partition}: ${response.error.type}`);
+        if (RESYNC_ERRORS.has(response.error.type) || response.error.retriable) {
+          uncertain.set(state.key, `produce ${topic}-${partition}: ${response.error.type}`);
+          continue;
+        }
         this.fail(state, new KafkaAnswerError(`produce ${topic}-${partition} failed: ${response.error.type}${response.errorMessage ? ` (${response.errorMessage})` : ''}`, response.error));
         continue;
       }
@@ -935,6 +998,7 @@ class Copier {
         this.stats.fillerRecords += item.records;
       }
     }
+    if (uncertain.size > 0) throw new Resync(`${[...uncertain.values()][0]}${uncertain.size > 1 ? ` (and ${uncertain.size - 1} more)` : ''}`, new Set(uncertain.keys()));
   }
 
   private report(): void {

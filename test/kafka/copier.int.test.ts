@@ -64,6 +64,38 @@ describe('offsets and fidelity', () => {
     expect(destBatches.batches.length).toBe(sourceBatches.batches.length);
   });
 
+  it('an error answered for one partition re-reads that partition only, the others go on from where they are', async () => {
+    // Two topics in one copier (one produce request carries both): the first refuses merged
+    // batches (MESSAGE_TOO_LARGE), the second takes them.
+    const refusing = await f.topicPair({ partitions: 1, destConfigs: { 'max.message.bytes': '40000' } });
+    const taking = await f.topicPair({ partitions: 1 });
+    const producer = await f.producer();
+    await sendAll(producer, refusing, messages(2_000, 1), 100);
+    await sendAll(producer, taking, messages(2_000, 1), 100);
+    const stop = new AbortController();
+    const result = await copy({
+      source: f.source,
+      destination: f.dest,
+      assignments: [
+        { topic: refusing, partitions: [0] },
+        { topic: taking, partitions: [0] },
+      ],
+      budget: new ByteBudget(64 * 1024 * 1024),
+      lease: createPartitionLease(f.db, { mirror: 'test', assignments: [{ topic: refusing, partitions: [0] }, { topic: taking, partitions: [0] }], owner: 'one-resync', ttlMs: 10_000, graceMs: 15_000 }),
+      signal: stop.signal,
+      untilCaughtUp: true,
+    });
+    expect(result.partitions.map((p) => [p.topic, p.status, p.nextOffset])).toEqual([
+      [refusing, 'caught-up', 2_000n],
+      [taking, 'caught-up', 2_000n],
+    ]);
+    expect(result.stats.mergingStopped).toBe(1);
+    // The start re-read both; the refused batch made one more resync, of the refusing topic alone.
+    expect([result.stats.resyncs, result.stats.resyncedPartitions]).toEqual([2, 3]);
+    expect(await f.verifyAll(refusing, [0])).toMatchObject([{ equal: true, recordsCompared: 2_000 }]);
+    expect(await f.verifyAll(taking, [0])).toMatchObject([{ equal: true, recordsCompared: 2_000 }]);
+  });
+
   it('detects a foreign write into the destination within one batch and halts that partition', async () => {
     const topic = await f.topicPair({ partitions: 2 });
     const producer = await f.producer();
