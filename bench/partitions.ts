@@ -34,7 +34,7 @@ import { createBatches } from '../kafka/mirror-topics.ts';
 import { brokerPids } from '../scripts/stack/kafka.ts';
 import { ensureConfluentKafka } from '../scripts/stack/python.ts';
 import { KAFKA_VERSION } from '../scripts/stack/topology.ts';
-import { startMirrorMaker, tunedMirrorMakerProperties, type MirrorMakerHandle } from './support/kafka-tools.ts';
+import { deleteMirrorMakerTopics, startMirrorMaker, tunedMirrorMakerProperties, type MirrorMakerHandle } from './support/kafka-tools.ts';
 import {
   batchLags,
   finishCopier,
@@ -208,7 +208,7 @@ async function measure(tool: Tool, r: number): Promise<Measured> {
     await stop();
     await deleteTopicsAndWait(destAdmin, topics, 300_000);
     await deleteTopicsAndWait(sourceAdmin, topics, 300_000);
-    if (tool === 'mm2') await deleteTopicsAndWait(destAdmin, (await destAdmin.listTopics()).filter((t) => /^mm2-.*\.internal$/.test(t) || t === 'heartbeats'));
+    if (tool === 'mm2') await deleteMirrorMakerTopics([sourceAdmin, destAdmin]);
   }
 }
 

@@ -35,7 +35,7 @@ import { deleteTopicsAndWait } from '../kafka/admin.ts';
 import { KAFKA_VERSION } from '../scripts/stack/topology.ts';
 import { verifyPartition } from '../kafka/verify.ts';
 import { brokerPids } from '../scripts/stack/kafka.ts';
-import { clientProperties, consumerPerformance, producerPerformance, startMirrorMaker, tunedMirrorMaker, tunedMirrorMakerProperties, type MirrorMakerHandle } from './support/kafka-tools.ts';
+import { clientProperties, consumerPerformance, deleteMirrorMakerTopics, producerPerformance, startMirrorMaker, tunedMirrorMaker, tunedMirrorMakerProperties, type MirrorMakerHandle } from './support/kafka-tools.ts';
 import {
   batchLags,
   checkEndOffsets,
@@ -111,13 +111,6 @@ const run = `bench.throughput-${Date.now().toString(36)}`;
 const createTopic = (admin: typeof sourceAdmin, topic: string, configs: Record<string, string> = {}): Promise<void> => clusters.createTopic(admin, topic, partitionCount, configs);
 const deleteTopic = (admin: typeof sourceAdmin, topic: string): Promise<void> => clusters.deleteTopic(admin, topic);
 
-/** MirrorMaker 2's internal topics (offsets, configs, status, offset syncs): removed after each run. */
-async function deleteMirrorMakerTopics(): Promise<void> {
-  for (const admin of [sourceAdmin, destAdmin]) {
-    await deleteTopicsAndWait(admin, (await admin.listTopics()).filter((t) => /^mm2-.*\.internal$/.test(t) || t === 'heartbeats'));
-  }
-}
-
 type Tool = 'kmirror' | `mm2_t${number}`;
 
 /** Every override in `wanted` has the value MirrorMaker logged (else throws: the run would be unfair). */
@@ -159,7 +152,7 @@ async function measureMirror(tool: Tool, topic: string): Promise<Measured> {
     const handle = mm2;
     stop = async () => {
       await handle.stop();
-      await deleteMirrorMakerTopics();
+      await deleteMirrorMakerTopics([sourceAdmin, destAdmin]);
     };
   }
   try {
@@ -278,6 +271,6 @@ try {
   }
   result('kmirror_vs_mm2', headline[0]!);
 } finally {
-  await deleteMirrorMakerTopics().catch(() => undefined);
+  await deleteMirrorMakerTopics([sourceAdmin, destAdmin]).catch(() => undefined);
   await clusters.close();
 }

@@ -26,8 +26,9 @@
 //     grace period must exceed the produce timeout (checked when the copier is built), so a new
 //     owner never starts while one of our produce requests can still land.
 //  6. Bounded memory. Bytes are reserved from the shared budget before a fetch and released when
-//     the destination has acknowledged them. A merged batch (contract 7) is a copy made when its
-//     request is sent and dropped when it is answered: at most maxInFlight requests' worth on top.
+//     the destination has acknowledged them. Each produce request holds a copy of its batches (a
+//     merged batch, contract 7, is written straight into it) until it is answered: at most
+//     maxInFlight requests' worth on top.
 //  7. Fidelity. Source batches are copied as bytes (only producer id/epoch/sequence and the CRC
 //     change), so keys, values, headers, timestamps and compression are kept. Consecutive
 //     uncompressed batches are merged into one of up to mergeBatchBytes (each record's bytes kept,
@@ -505,13 +506,12 @@ class Copier {
   }
 
   /**
-   * Re-read where the destination starts and ends (the checkpoint) and the source's offsets, take a
-   * fresh producer id, then per partition: refuse a destination beyond the source, finish an
-   * interrupted alignment, compare the boundary record, and align partitions that end below the
-   * source's log start.
+   * For the partitions `keys` names (all when absent): re-read where the destination starts and
+   * ends (the checkpoint) and the source's offsets; then take a fresh producer id (every
+   * partition's sequence restarts) and, per partition: refuse a destination beyond the source,
+   * finish an interrupted alignment, compare the boundary record, and align partitions that end
+   * below the source's log start (contract 4).
    */
-  /** Re-read the destination (and source) position of the partitions `keys` names, all when absent,
-   *  and start a fresh producer (contract 4). */
   private async resync(keys?: ReadonlySet<string>): Promise<void> {
     this.stats.resyncs++;
     const active = this.active().filter((s) => keys === undefined || keys.has(s.key));
@@ -791,8 +791,9 @@ class Copier {
     // Only small batches are merged: one of ≥ 1/8 of the limit is already large enough for the
     // destination, and merging it would only cost a pass over its records.
     const small = (batch: RawBatch): boolean => batch.bytes.length * 8 <= mergeLimit && isMergeable(batch);
+    // A run is either one batch or small batches only, so its first batch tells which.
     const copyAsIs = (batch: RawBatch): void => {
-      const fits = runBytes + batch.bytes.length <= mergeLimit && small(batch) && run.every(small);
+      const fits = run.length > 0 && small(run[0]!) && small(batch) && runBytes + batch.bytes.length <= mergeLimit;
       if (!fits) flush();
       run.push(batch);
       runBytes += batch.bytes.length;

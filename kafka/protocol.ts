@@ -170,14 +170,15 @@ class Writer {
     this.parts.push(s);
     return this;
   }
-  bytes(chunks: readonly Buffer[] | InPlaceBatch): this {
-    if ('writeInto' in chunks) {
-      this.int32(chunks.size);
-      this.parts.push(chunks);
+  bytes(value: Buffer | readonly Buffer[] | InPlaceBatch): this {
+    if (Buffer.isBuffer(value)) return this.bytes([value]);
+    if ('writeInto' in value) {
+      this.int32(value.size);
+      this.parts.push(value);
       return this;
     }
-    this.int32(chunks.reduce((n, c) => n + c.length, 0));
-    this.parts.push(...chunks);
+    this.int32(value.reduce((n, c) => n + c.length, 0));
+    this.parts.push(...value);
     return this;
   }
   /** The request body behind FRAME_ROOM unused bytes, for body(): one allocation, each part copied
@@ -385,7 +386,7 @@ function encodeProduce(req: { partitions: readonly ProducePartitionRequest[]; ac
   const w = new Writer().string(req.transactionalId ?? null).int16(req.acks).int32(req.timeoutMs).int32(topics.size);
   for (const [topic, partitions] of topics) {
     w.string(topic).int32(partitions.length);
-    for (const p of partitions) w.int32(p.partition).bytes(Buffer.isBuffer(p.batch) ? [p.batch] : (p.batch as readonly Buffer[] | InPlaceBatch));
+    for (const p of partitions) w.int32(p.partition).bytes(p.batch);
   }
   return w.done();
 }

@@ -5,7 +5,9 @@ import { appendFileSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { kafkaJava } from '../../scripts/stack/kafka.ts';
 import { stackDir } from '../../scripts/stack/topology.ts';
+import type { Admin } from 'kafkajs';
 import type { ClusterConnection } from '../../domain/connection.ts';
+import { deleteTopicsAndWait } from '../../kafka/admin.ts';
 
 const benchDir = join(stackDir, 'bench');
 
@@ -161,6 +163,14 @@ export function tunedMirrorMakerProperties(compression: string): Record<string, 
     ...Object.fromEntries(Object.entries(tunedMirrorMaker.consumer).map(([k, v]) => [`src.consumer.${k}`, v])),
     ...tunedMirrorMaker.connector,
   };
+}
+
+/** MirrorMaker 2's internal topics (offsets, configs, status, offset syncs) and `heartbeats` on
+ *  each cluster of `admins`: deleted after a run, so the next one starts clean. */
+export async function deleteMirrorMakerTopics(admins: readonly Admin[]): Promise<void> {
+  for (const admin of admins) {
+    await deleteTopicsAndWait(admin, (await admin.listTopics()).filter((t) => /^mm2-.*\.internal$/.test(t) || t === 'heartbeats'));
+  }
 }
 
 /** `ProducerConfig values:` / `ConsumerConfig values:` blocks of a log: one record per block. */
