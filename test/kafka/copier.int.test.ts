@@ -49,6 +49,19 @@ describe('offsets and fidelity', () => {
     expect(destBatches.batches.some((b) => b.codec === 1)).toBe(true);
   });
 
+  it('fetches the next round while a round produces (contract 10), and the copy stays exact', async () => {
+    const topic = await f.topicPair({ partitions: 2 });
+    const producer = await f.producer();
+    await sendAll(producer, topic, messages(4_000, 2));
+    // 16 KiB per partition per fetch: dozens of rounds, each one's successor fetched ahead.
+    const result = await f.copy({ topic, partitions: all(2), untilCaughtUp: true, options: { partitionMaxBytes: 16 * 1024, fetchMaxBytes: 32 * 1024 } });
+    expect(result.partitions.map((p) => p.status)).toEqual(['caught-up', 'caught-up']);
+    expect(result.stats.prefetchesUsed).toBeGreaterThan(10);
+    const verified = await f.verifyAll(topic, all(2));
+    for (const v of verified) expect(v).toMatchObject({ equal: true });
+    expect(verified.reduce((n, v) => n + v.recordsCompared, 0)).toBe(4_000);
+  });
+
   it('a destination that refuses merged batches as too large gets the source batches one by one', async () => {
     // 40,000 bytes allowed per batch on the destination: every merged batch is refused
     // (MESSAGE_TOO_LARGE), each source batch (~100 records of ~150 bytes) fits.
