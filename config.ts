@@ -21,6 +21,27 @@ export interface Config {
   readonly secretKey: Buffer;
   readonly logLevel: 'debug' | 'info' | 'warn' | 'error';
   readonly dataPlane: DataPlaneConfig;
+  readonly metrics: MetricsConfig;
+}
+
+/** The worker's Prometheus endpoint (metrics/metrics.ts, docs/metrics.md). */
+export interface MetricsConfig {
+  readonly host: string;
+  /** 0: no endpoint. */
+  readonly port: number;
+  /** Per-partition lag series for partitions that are behind only (default), or for all. */
+  readonly partitionSeries: 'lagging' | 'all';
+}
+
+export function parseMetrics(env: Env): MetricsConfig {
+  const portText = env.KMIRROR_METRICS_PORT;
+  const port = portText === undefined || portText === '' ? 9464 : Number(portText);
+  if (!Number.isInteger(port) || port < 0 || port > 65_535) throw new KmirrorError('INVALID_CONFIG', `KMIRROR_METRICS_PORT='${portText}' is not a port (0..65535; 0 turns the endpoint off)`);
+  const partitionSeries = env.KMIRROR_METRICS_PARTITION_SERIES ?? 'lagging';
+  if (partitionSeries !== 'lagging' && partitionSeries !== 'all') {
+    throw new KmirrorError('INVALID_CONFIG', `KMIRROR_METRICS_PARTITION_SERIES='${partitionSeries}' is not one of lagging, all`);
+  }
+  return Object.freeze({ host: env.KMIRROR_METRICS_HOST ?? '127.0.0.1', port, partitionSeries });
 }
 
 /** The copy activities' settings (DESIGN §5). The lease grace must exceed the produce timeout; the
@@ -137,6 +158,7 @@ export function loadConfig(env: Env = process.env): Config {
     secretKey: parseSecretKey(env),
     logLevel: logLevel as Config['logLevel'],
     dataPlane: parseDataPlane(env),
+    metrics: parseMetrics(env),
   });
 }
 

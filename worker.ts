@@ -20,6 +20,10 @@ import { KmirrorError } from './domain/errors.ts';
 import { printError } from './errors-output.ts';
 import { createLogger, type Logger } from './log.ts';
 import { bundleWorkflows } from './workflow-bundle.ts';
+import { Metrics, serveMetrics } from './metrics/metrics.ts';
+import { listMirrors } from './db/projections/describe-mirror.ts';
+import type { OperationSinks } from './workflows/interceptors.ts';
+import type { InjectedSinks } from '@temporalio/worker';
 
 const SHUTDOWN_GRACE = '10 seconds';
 const SHUTDOWN_FORCE = '30 seconds';
@@ -76,7 +80,15 @@ export async function runWorker(config: Config, log: Logger): Promise<void> {
     await connection.close();
     throw err;
   });
+  let server: Awaited<ReturnType<typeof serveMetrics>> | undefined;
   try {
+    const { host, port } = config.metrics;
+    if (port > 0) {
+      server = await serveMetrics(built.metrics, host, port).catch((err: NodeJS.ErrnoException) => {
+        throw new KmirrorError('INVALID_CONFIG', `cannot serve metrics on ${host}:${port} (${err.code ?? err.message}): set KMIRROR_METRICS_PORT to a free port, or 0 for none`, { host, port }, { cause: err });
+      });
+      log.info('metrics served', { url: `http://${host}:${port}/metrics` });
+    }
     const worker = built.worker;
     let stopping = false;
     const onSignal = (signal: NodeJS.Signals): void => {
@@ -97,6 +109,7 @@ export async function runWorker(config: Config, log: Logger): Promise<void> {
     }
     log.info('worker stopped', { taskQueue });
   } finally {
+    server?.close();
     await built.close();
     await connection.close();
   }
@@ -108,19 +121,32 @@ export async function runWorker(config: Config, log: Logger): Promise<void> {
  * secret key) and the byte budget. close() releases them once the worker has stopped. Tests build
  * their workers with this too.
  */
-export async function createWorker(config: Config, connection: NativeConnection, log: Logger, options: { readonly taskQueue?: string; readonly identity?: string } = {}): Promise<{ readonly worker: Worker; close(): Promise<void> }> {
+export async function createWorker(
+  config: Config,
+  connection: NativeConnection,
+  log: Logger,
+  options: { readonly taskQueue?: string; readonly identity?: string } = {},
+): Promise<{ readonly worker: Worker; readonly metrics: Metrics; close(): Promise<void> }> {
   const db = createDatabase(config.databaseUrl);
   const clients = new ClusterClients(db, config.secretKey);
   try {
     await migrateToLatest(db);
     const identity = options.identity ?? `${process.pid}@${hostname()}`;
+    const budget = new ByteBudget(config.dataPlane.budgetBytes);
+    const metrics = new Metrics({ partitionSeries: config.metrics.partitionSeries, budget, partitionStates: async () => (await listMirrors(db)).flatMap((m) => Object.entries(m.states).map(([state, count]) => ({ mirror: m.name, state, count }))), log });
+    // Operation workflows report their duration through this sink (workflows/interceptors.ts);
+    // not during replay, so a workflow is counted once, when it ends.
+    const sinks: InjectedSinks<OperationSinks> = {
+      operations: { finished: { fn: (info, outcome, seconds) => metrics.operationFinished(info.workflowType, outcome, seconds), callDuringReplay: false } },
+    };
     const worker = await Worker.create({
       connection,
       namespace: config.temporal.namespace,
       taskQueue: options.taskQueue ?? config.temporal.taskQueue,
       identity,
       workflowBundle: await bundleWorkflows(log),
-      activities: createActivities({ db, clients, budget: new ByteBudget(config.dataPlane.budgetBytes), dataPlane: config.dataPlane, workerIdentity: identity }),
+      activities: createActivities({ db, clients, budget, metrics, dataPlane: config.dataPlane, workerIdentity: identity }),
+      sinks,
       shutdownGraceTime: SHUTDOWN_GRACE,
       shutdownForceTime: SHUTDOWN_FORCE,
       // Heartbeats reach the server within a second: a cancelled copy (pause) learns it promptly.
@@ -130,6 +156,7 @@ export async function createWorker(config: Config, connection: NativeConnection,
     log.debug('worker built', { identity });
     return {
       worker,
+      metrics,
       async close() {
         await clients.close();
         await db.destroy();

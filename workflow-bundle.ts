@@ -11,6 +11,8 @@ import { KmirrorError } from './domain/errors.ts';
 import type { Logger } from './log.ts';
 
 export const WORKFLOWS_PATH = fileURLToPath(new URL('./workflows/index.ts', import.meta.url));
+/** Bundled with the workflows: operation durations for the metrics (workflows/interceptors.ts). */
+export const WORKFLOW_INTERCEPTORS_PATH = fileURLToPath(new URL('./workflows/interceptors.ts', import.meta.url));
 
 /** Plain CommonJS run by the thread (eval: it needs no TypeScript loader, whoever started us). */
 const THREAD_SOURCE = `
@@ -18,7 +20,7 @@ const { parentPort, workerData } = require('node:worker_threads');
 const { bundleWorkflowCode } = require(workerData.temporalWorker);
 const forward = (level) => (message, meta) => parentPort.postMessage({ log: { level, message, meta: meta === undefined ? undefined : JSON.parse(JSON.stringify(meta)) } });
 const logger = { log: (level, m, meta) => forward(level)(m, meta), trace: forward('TRACE'), debug: forward('DEBUG'), info: forward('INFO'), warn: forward('WARN'), error: forward('ERROR') };
-bundleWorkflowCode({ workflowsPath: workerData.workflowsPath, logger }).then(
+bundleWorkflowCode({ workflowsPath: workerData.workflowsPath, workflowInterceptorModules: [workerData.interceptorsPath], logger }).then(
   ({ code }) => parentPort.postMessage({ code }),
   (err) => parentPort.postMessage({ error: String(err && err.stack || err) }),
 );
@@ -29,7 +31,7 @@ type FromThread = { readonly code: string } | { readonly error: string } | { rea
 /** Webpacks the workflows in a thread; resolves with the bundle's code for Worker.create's `workflowBundle`. */
 export async function bundleWorkflows(log: Logger): Promise<{ readonly code: string }> {
   const temporalWorker = createRequire(import.meta.url).resolve('@temporalio/worker');
-  const thread = new Thread(THREAD_SOURCE, { eval: true, workerData: { temporalWorker, workflowsPath: WORKFLOWS_PATH } });
+  const thread = new Thread(THREAD_SOURCE, { eval: true, workerData: { temporalWorker, workflowsPath: WORKFLOWS_PATH, interceptorsPath: WORKFLOW_INTERCEPTORS_PATH } });
   try {
     return await new Promise((resolve, reject) => {
       thread.on('message', (m: FromThread) => {

@@ -4,6 +4,7 @@
 // last mirrored positions in the event log itself at a bounded rate (the destination log, not the
 // heartbeat, is the checkpoint). The mirror runner is the only caller of copyPartitions.
 import { Context } from '@temporalio/activity';
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { DataPlaneConfig } from '../config.ts';
 import type { Db } from '../db/database.ts';
 import { createPartitionLease } from '../db/leases.ts';
@@ -17,6 +18,7 @@ import { endOffsets } from '../kafka/offsets.ts';
 import { RawCluster } from '../kafka/protocol.ts';
 import type { EventMetadata } from '../db/event-store/types.ts';
 import type { ClusterClients } from './cluster-clients.ts';
+import type { Metrics } from '../metrics/metrics.ts';
 
 export interface CopyInput {
   readonly mirror: string;
@@ -61,17 +63,22 @@ function outcome(result: CopyResult): CopyOutcome {
 
 const errorOf = (err: KmirrorError) => ({ code: err.code, message: err.message, retryable: err.retryable });
 
+/** How often a copy samples its partitions' source LSOs for the lag metrics (one ListOffsets per
+ *  topic and leader): the lag stays true while the copier waits on a slow or absent destination. */
+const LAG_SAMPLE_MS = 5_000;
+
 export interface DataPlaneDeps {
   /** Names this worker in lease owners (host and pid). */
   readonly workerIdentity: string;
   readonly db: Db;
   readonly clients: ClusterClients;
   readonly budget: ByteBudget;
+  readonly metrics: Metrics;
   readonly config: DataPlaneConfig;
 }
 
 export function createDataPlaneActivities(deps: DataPlaneDeps) {
-  const { db, clients, budget, config, workerIdentity } = deps;
+  const { db, clients, budget, metrics, config, workerIdentity } = deps;
 
   /**
    * Run the copier for this activity: the mirror's clusters through sessions of its own (a broker
@@ -79,17 +86,32 @@ export function createDataPlaneActivities(deps: DataPlaneDeps) {
    * another copy's long-polling fetch: measured 114 → 11 MiB/s beside one idle copy), and a lease
    * owned by this attempt.
    */
-  async function withRequest<T>(input: CopyInput, signal: AbortSignal, run: (request: CopyRequest) => Promise<T>): Promise<T> {
+  async function withRequest<T>(input: CopyInput, signal: AbortSignal, run: (request: CopyRequest) => Promise<T>, sampleSourceEnds?: (ends: ReadonlyMap<string, bigint>) => void): Promise<T> {
     const info = Context.current().info;
     const m = await clients.mirror(input.mirror);
     const [sourceClient, destinationClient] = await Promise.all([clients.get(m.sourceCluster), clients.get(m.destinationCluster)]);
     const source = new RawCluster(sourceClient.kafka);
     const destination = new RawCluster(destinationClient.kafka);
+    const sampler = sampleSourceEnds === undefined ? undefined : sampling(source, input.assignments, sampleSourceEnds);
     try {
       return await run(request(input, signal, info, source, destination));
     } finally {
-      await Promise.allSettled([source.close(), destination.close()]);
+      sampler?.stop();
+      await Promise.allSettled([source.close(), destination.close(), sampler?.done]);
     }
+  }
+
+  /** Read the partitions' source LSOs every LAG_SAMPLE_MS (first at once) until stopped; a failed
+   *  read is skipped (the copy itself reports the source unreachable). */
+  function sampling(source: RawCluster, assignments: readonly TopicPartitions[], sample: (ends: ReadonlyMap<string, bigint>) => void): { stop(): void; readonly done: Promise<void> } {
+    const stop = new AbortController();
+    const done = (async () => {
+      while (!stop.signal.aborted) {
+        await endOffsets(source, assignments, 'source').then(sample, () => undefined);
+        await sleep(LAG_SAMPLE_MS, undefined, { signal: stop.signal }).catch(() => undefined);
+      }
+    })();
+    return { stop: () => stop.abort(), done };
   }
 
   function request(input: CopyInput, signal: AbortSignal, info: ReturnType<typeof Context.current>['info'], source: RawCluster, destination: RawCluster): CopyRequest {
@@ -105,6 +127,7 @@ export function createDataPlaneActivities(deps: DataPlaneDeps) {
         owner: `${workerIdentity}/${info.workflowExecution?.workflowId ?? ''}/${info.activityId}#${info.attempt}`,
         ttlMs: config.leaseTtlMs,
         graceMs: config.leaseGraceMs,
+        onTakeover: (partitions) => metrics.leaseTakenOver(input.mirror, partitions),
       }),
       options: { produceTimeoutMs: config.produceTimeoutMs },
       onRecordsLost: lossRecorder(input.mirror),
@@ -160,6 +183,24 @@ export function createDataPlaneActivities(deps: DataPlaneDeps) {
   function positionRecorder(mirror: string): (positions: readonly MirroredPosition[]) => Promise<void> {
     const record = commandRecorder('recording last mirrored positions failed');
     return async (positions) => record({ type: 'RecordLastMirrored', mirror, positions, skipRefused: true });
+  }
+
+  /** Run a copy with its progress reported to the metrics (lag, counts) until it ends. */
+  async function reported(
+    mirror: string,
+    run: (onProgress: NonNullable<CopyRequest['onProgress']>, sampleSourceEnds: (ends: ReadonlyMap<string, bigint>) => void) => Promise<CopyResult>,
+  ): Promise<CopyOutcome> {
+    const reporter = metrics.copyReporter(mirror);
+    try {
+      const result = await run(
+        (progress, stats) => reporter.progress(progress, stats),
+        (ends) => reporter.sourceEnds(ends),
+      );
+      if (result.leaseLost !== undefined) metrics.leaseLost(mirror);
+      return outcome(result);
+    } finally {
+      reporter.end();
+    }
   }
 
   /** Heartbeat every third of the heartbeat timeout while `work` runs; abort on cancellation. */
@@ -231,7 +272,9 @@ export function createDataPlaneActivities(deps: DataPlaneDeps) {
     async drainPartitions(input: CopyInput): Promise<CopyOutcome> {
       return heartbeating(
         async (signal) =>
-          outcome(await withRequest(input, signal, (req) => copy({ ...req, untilCaughtUp: true, positions: { everyMs: config.positionIntervalMs, record: positionRecorder(input.mirror) } }))),
+          reported(input.mirror, (onProgress, sample) =>
+            withRequest(input, signal, (req) => copy({ ...req, untilCaughtUp: true, onProgress, positions: { everyMs: config.positionIntervalMs, record: positionRecorder(input.mirror) } }), sample),
+          ),
         () => ({ draining: input.assignments.reduce((n, a) => n + a.partitions.length, 0) }),
       );
     },
@@ -256,19 +299,26 @@ export function createDataPlaneActivities(deps: DataPlaneDeps) {
           const local = new AbortController();
           const abort = (): void => local.abort(signal.reason);
           signal.addEventListener('abort', abort, { once: true });
-          const result = await withRequest(input, local.signal, (req) =>
-            copy({
-              ...req,
-              positions: { everyMs: config.positionIntervalMs, record: positionRecorder(input.mirror) },
-              onProgress: (progress, stats) => {
-                records = stats.records;
-                // One failed partition ends the activity: the runner fails it and restarts the rest.
-                if (progress.some((p) => p.status === 'failed')) local.abort();
-              },
-            }),
+          const result = await reported(input.mirror, (report, sample) =>
+            withRequest(
+              input,
+              local.signal,
+              (req) =>
+                copy({
+                  ...req,
+                  positions: { everyMs: config.positionIntervalMs, record: positionRecorder(input.mirror) },
+                  onProgress: (progress, stats) => {
+                    report(progress, stats);
+                    records = stats.records;
+                    // One failed partition ends the activity: the runner fails it and restarts the rest.
+                    if (progress.some((p) => p.status === 'failed')) local.abort();
+                  },
+                }),
+              sample,
+            ),
           );
           signal.removeEventListener('abort', abort);
-          return outcome(result);
+          return result;
         },
         () => ({ partitions: input.assignments.reduce((n, a) => n + a.partitions.length, 0), records }),
       );

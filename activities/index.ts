@@ -4,6 +4,7 @@
 import type { DataPlaneConfig } from '../config.ts';
 import type { Db } from '../db/database.ts';
 import type { ByteBudget } from '../kafka/budget.ts';
+import type { Metrics } from '../metrics/metrics.ts';
 import type { ClusterClients } from './cluster-clients.ts';
 import { createDataPlaneActivities } from './data-plane.ts';
 import { atEdge } from './edge.ts';
@@ -16,6 +17,7 @@ export interface ActivityDeps {
   readonly db: Db;
   readonly clients: ClusterClients;
   readonly budget: ByteBudget;
+  readonly metrics: Metrics;
   readonly dataPlane: DataPlaneConfig;
   /** Names this worker in lease owners. */
   readonly workerIdentity: string;
@@ -25,8 +27,8 @@ export function createActivities(deps: ActivityDeps) {
   return atEdge({
     ...createPingActivities(),
     ...createEventStoreActivities({ db: deps.db }),
-    ...createKafkaAdminActivities({ db: deps.db, clients: deps.clients }),
-    ...createDataPlaneActivities({ db: deps.db, clients: deps.clients, budget: deps.budget, config: deps.dataPlane, workerIdentity: deps.workerIdentity }),
+    ...createKafkaAdminActivities({ db: deps.db, clients: deps.clients, metrics: deps.metrics }),
+    ...createDataPlaneActivities({ db: deps.db, clients: deps.clients, budget: deps.budget, metrics: deps.metrics, config: deps.dataPlane, workerIdentity: deps.workerIdentity }),
     ...createRunnerActivities({ runner: deps.dataPlane.runner }),
   });
 }

@@ -23,6 +23,7 @@ import {
 } from '../kafka/mirror-topics.ts';
 import type { Db } from '../db/database.ts';
 import { mirrorStreamId } from '../domain/events.ts';
+import type { Metrics } from '../metrics/metrics.ts';
 import type { ClusterClients } from './cluster-clients.ts';
 
 export interface ClusterCheck {
@@ -70,8 +71,8 @@ export interface Discovery {
   readonly grown: readonly ResolvedTopic[];
 }
 
-export function createKafkaAdminActivities(deps: { readonly db: Db; readonly clients: ClusterClients }) {
-  const { db, clients } = deps;
+export function createKafkaAdminActivities(deps: { readonly db: Db; readonly clients: ClusterClients; readonly metrics: Metrics }) {
+  const { db, clients, metrics } = deps;
   const pair = async (mirror: string) => {
     const m = await clients.mirror(mirror);
     const [source, destination] = await Promise.all([clients.get(m.sourceCluster), clients.get(m.destinationCluster)]);
@@ -143,13 +144,19 @@ export function createKafkaAdminActivities(deps: { readonly db: Db; readonly cli
      * filter selects. Returns the counts.
      */
     async syncGroupOffsets(input: { readonly mirror: string; readonly topics?: readonly string[]; readonly states?: readonly string[] }): Promise<GroupSyncSummary> {
-      const { source, destination } = await pair(input.mirror);
-      const row = await db.selectFrom('mirrors').select(['group_include', 'group_exclude']).where('name', '=', input.mirror).executeTakeFirstOrThrow();
-      let query = db.selectFrom('mirror_partitions').select(['topic', 'partition']).where('mirror', '=', input.mirror).where('state', 'in', [...(input.states ?? ['MIRRORING'])]);
-      if (input.topics !== undefined) query = query.where('topic', 'in', [...input.topics]);
-      const partitions = await query.execute();
-      const { summary } = await syncGroupOffsets(source, destination, partitions, { include: row.group_include, exclude: row.group_exclude });
-      return summary;
+      try {
+        const { source, destination } = await pair(input.mirror);
+        const row = await db.selectFrom('mirrors').select(['group_include', 'group_exclude']).where('name', '=', input.mirror).executeTakeFirstOrThrow();
+        let query = db.selectFrom('mirror_partitions').select(['topic', 'partition']).where('mirror', '=', input.mirror).where('state', 'in', [...(input.states ?? ['MIRRORING'])]);
+        if (input.topics !== undefined) query = query.where('topic', 'in', [...input.topics]);
+        const partitions = await query.execute();
+        const { summary } = await syncGroupOffsets(source, destination, partitions, { include: row.group_include, exclude: row.group_exclude });
+        metrics.groupSyncCompleted(input.mirror, summary);
+        return summary;
+      } catch (err) {
+        metrics.groupSyncFailed(input.mirror);
+        throw err;
+      }
     },
 
     /**

@@ -20,9 +20,9 @@ import { cpus, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
-import { brokerPids } from '../scripts/stack/kafka.ts';
+import { brokerPids, clientProperties } from '../scripts/stack/kafka.ts';
 import { KAFKA_VERSION, projectRoot } from '../scripts/stack/topology.ts';
-import { clientProperties, producerPerformance } from './support/kafka-tools.ts';
+import { producerPerformance } from './support/kafka-tools.ts';
 import { median, mibPerS, note, openClusters, range, result, round2 } from './support/mirroring.ts';
 import { cpuSeconds } from './support/proc-cpu.ts';
 

@@ -32,7 +32,7 @@ import { verifyPartition } from '../kafka/verify.ts';
 import { KAFKA_VERSION } from '../scripts/stack/topology.ts';
 import { runnerWorkflowId } from '../workflows/messages.ts';
 import { deleteDenyAcls, mib, RssSampler, startControlPlane, waitForTopic, type BenchControlPlane } from './support/control-plane.ts';
-import { clientProperties } from './support/kafka-tools.ts';
+import { clientProperties } from '../scripts/stack/kafka.ts';
 import {
   checkEndOffsets,
   fillTopic,

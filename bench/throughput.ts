@@ -34,8 +34,8 @@ import { parseArgs } from 'node:util';
 import { deleteTopicsAndWait } from '../kafka/admin.ts';
 import { KAFKA_VERSION } from '../scripts/stack/topology.ts';
 import { verifyPartition } from '../kafka/verify.ts';
-import { brokerPids } from '../scripts/stack/kafka.ts';
-import { clientProperties, consumerPerformance, deleteMirrorMakerTopics, producerPerformance, startMirrorMaker, tunedMirrorMaker, tunedMirrorMakerProperties, type MirrorMakerHandle } from './support/kafka-tools.ts';
+import { brokerPids, clientProperties } from '../scripts/stack/kafka.ts';
+import { consumerPerformance, deleteMirrorMakerTopics, producerPerformance, startMirrorMaker, tunedMirrorMaker, tunedMirrorMakerProperties, type MirrorMakerHandle } from './support/kafka-tools.ts';
 import {
   batchLags,
   checkEndOffsets,

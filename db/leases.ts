@@ -23,6 +23,8 @@ export interface HeldLease extends LeaseTarget {
   /** Fencing epoch per partition, in the order of `partitions`. */
   readonly epochs: readonly bigint[];
   readonly expiresAt: Date;
+  /** Partitions taken from an owner whose lease had expired without a release (a takeover). */
+  readonly takenOver: number;
 }
 
 export interface LeaseTiming {
@@ -80,7 +82,8 @@ export async function acquireLeases(trx: Trx, target: LeaseTarget, owner: string
     where mirror = ${t.mirror} and topic = ${t.topic} and partition = any(${t.partitions}::int4[])
     returning partition, epoch, expires_at`.execute(trx);
   const byPartition = new Map(updated.rows.map((r) => [r.partition, r]));
-  return { ...t, owner, epochs: t.partitions.map((p) => byPartition.get(p)!.epoch), expiresAt: updated.rows[0]!.expires_at };
+  const takenOver = rows.filter((r) => r.owner !== null && r.owner !== owner).length;
+  return { ...t, owner, epochs: t.partitions.map((p) => byPartition.get(p)!.epoch), expiresAt: updated.rows[0]!.expires_at, takenOver };
 }
 
 /** Extend a held lease; LEASE_LOST when any partition was fenced or expired (roll `trx` back then,
@@ -136,6 +139,8 @@ export interface PartitionLeaseOptions extends LeaseTiming {
   readonly renewEveryMs?: number;
   /** How often a waiting acquire tries again at most (default 1 s). */
   readonly pollMs?: number;
+  /** Told how many partitions an acquire took over from an expired owner (metrics). */
+  readonly onTakeover?: (partitions: number) => void;
 }
 
 /** The copier's PartitionLease (kafka/lease.ts) over these functions: every topic's partitions
@@ -177,6 +182,7 @@ export function createPartitionLease(db: Db, options: PartitionLeaseOptions): Pa
             return leases;
           });
           validUntil = started + options.ttlMs;
+          options.onTakeover?.(held.reduce((n, l) => n + l.takenOver, 0));
           return;
         } catch (err) {
           if (!(err instanceof KmirrorError) || err.code !== 'LEASE_HELD') throw err;

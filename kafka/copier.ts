@@ -100,6 +100,10 @@ export interface PartitionProgress {
   /** Source last stable offset as of the latest fetch (what read_committed can copy). */
   readonly sourceEnd: bigint;
   readonly status: PartitionStatus;
+  /** Timestamp (ms) of the first record the latest fetch returned, while the partition is behind
+   *  (sourceEnd > nextOffset): its oldest unmirrored record is no younger (an upper bound of the
+   *  lag in time, like MirrorMaker's record-age-ms). LogAppendTime batches: their append time. */
+  readonly oldestUnmirroredMs?: number;
 }
 
 export type PartitionStatus = 'copying' | 'caught-up' | 'stopped' | 'failed';
@@ -160,6 +164,29 @@ export interface CopyStats {
   prefetchesDropped: number;
 }
 
+/** A copy's counts before it has done anything. */
+export function emptyCopyStats(): CopyStats {
+  return {
+    batches: 0,
+    records: 0,
+    bytes: 0,
+    reencodedBatches: 0,
+    fillerRecords: 0,
+    fillMs: 0,
+    resyncs: 0,
+    resyncedPartitions: 0,
+    boundaryUnverified: 0,
+    alignmentsFinished: 0,
+    gapsFilled: 0,
+    gapOffsets: 0,
+    openFillsAborted: 0,
+    mergedBatches: 0,
+    mergingStopped: 0,
+    prefetchesUsed: 0,
+    prefetchesDropped: 0,
+  };
+}
+
 export interface CopyResult {
   readonly partitions: readonly PartitionOutcome[];
   readonly stats: Readonly<CopyStats>;
@@ -208,6 +235,8 @@ interface PartitionState {
   boundary?: Boundary;
   /** Set when the destination refused a merged batch as too large: copy batches one by one. */
   noMerging?: boolean;
+  /** See PartitionProgress.oldestUnmirroredMs. */
+  fetchedTimestamp?: number;
 }
 
 /** One batch to produce and where the source says it must land. */
@@ -348,25 +377,7 @@ function copyItem(state: PartitionState, batches: readonly RawBatch[]): ProduceI
 class Copier {
   private readonly options: CopyOptions;
   private readonly states: PartitionState[];
-  private readonly stats: CopyStats = {
-    batches: 0,
-    records: 0,
-    bytes: 0,
-    reencodedBatches: 0,
-    fillerRecords: 0,
-    fillMs: 0,
-    resyncs: 0,
-    resyncedPartitions: 0,
-    boundaryUnverified: 0,
-    alignmentsFinished: 0,
-    gapsFilled: 0,
-    gapOffsets: 0,
-    openFillsAborted: 0,
-    mergedBatches: 0,
-    mergingStopped: 0,
-    prefetchesUsed: 0,
-    prefetchesDropped: 0,
-  };
+  private readonly stats: CopyStats = emptyCopyStats();
   private readonly filler: GapFiller;
   private producer = { producerId: -1n, producerEpoch: 0 };
   private readonly sequences = new Map<string, number>();
@@ -828,6 +839,8 @@ class Copier {
           continue;
         }
         state.sourceEnd = p.lastStableOffset;
+        const first = p.batches.find((b) => b.lastOffset >= state.next && !b.isControl);
+        if (first !== undefined) state.fetchedTimestamp = Number(first.logAppendTime ? first.maxTimestamp : first.baseTimestamp);
         plans.push({ state, plan: this.plan(state, p) });
       }
       // Pipelining: the next round's fetch goes out now, from where this one's batches end, and
@@ -1095,7 +1108,14 @@ class Copier {
 
   private report(): void {
     this.req.onProgress?.(
-      this.states.map((s) => ({ topic: s.topic, partition: s.partition, nextOffset: s.next, sourceEnd: s.sourceEnd, status: s.status })),
+      this.states.map((s) => ({
+        topic: s.topic,
+        partition: s.partition,
+        nextOffset: s.next,
+        sourceEnd: s.sourceEnd,
+        status: s.status,
+        ...(s.sourceEnd > s.next && s.fetchedTimestamp !== undefined ? { oldestUnmirroredMs: s.fetchedTimestamp } : {}),
+      })),
       this.stats,
     );
   }

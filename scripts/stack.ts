@@ -1,5 +1,5 @@
 // `npm run stack -- up | down | status`: the whole local stack (source + destination Kafka,
-// Temporal with its Web UI, Postgres) as native processes on loopback. Idempotent; pids recorded;
+// Temporal with its Web UI, Postgres, Prometheus) as native processes on loopback. Idempotent; pids recorded;
 // `down` stops exactly what `up` started. Tests, CI and the demo all use this one script.
 import { Command, InvalidArgumentError } from 'commander';
 import { rmSync, writeFileSync } from 'node:fs';
@@ -8,12 +8,13 @@ import { isKmirrorError } from '../domain/errors.ts';
 import { connectionFor, formattedNodes, runningNodes, startCluster, stopCluster, wipeKafka, type ClusterName } from './stack/kafka.ts';
 import { databaseUrl, postgresPid, postgresReady, startPostgres, stopPostgres, wipePostgres } from './stack/postgres.ts';
 import { ensureDir } from './stack/proc.ts';
+import { prometheusPid, prometheusReady, prometheusUrl, startPrometheus, stopPrometheus } from './stack/prometheus.ts';
 import { ensureStackSecrets, secretFiles } from './stack/secrets.ts';
 import { startTemporal, stopTemporal, temporalAddress, temporalPid, temporalReady, temporalUiUrl } from './stack/temporal.ts';
 import { stopWorker, workerPid } from './stack/worker.ts';
-import { DEST_SUPER_USER, MAX_NODES, stackDir, TASK_QUEUE, type EndpointName } from './stack/topology.ts';
+import { DEST_SUPER_USER, MAX_NODES, ports, stackDir, TASK_QUEUE, type EndpointName } from './stack/topology.ts';
 
-const parts = ['postgres', 'temporal', 'source', 'dest'] as const;
+const parts = ['postgres', 'temporal', 'source', 'dest', 'prometheus'] as const;
 type Part = (typeof parts)[number];
 
 type NodeCounts = Record<ClusterName, number>;
@@ -74,12 +75,14 @@ async function up(opts: { sourceNodes?: number; destNodes?: number; quiet?: bool
   if (chosen.has('source')) starts.push(startCluster('source', nodes.source, log));
   if (chosen.has('dest')) starts.push(startCluster('dest', nodes.dest, log));
   if (chosen.has('temporal')) starts.push(startTemporal(log));
+  if (chosen.has('prometheus')) starts.push(startPrometheus(log));
   const results = await Promise.allSettled(starts);
   const failures = results.filter((r): r is PromiseRejectedResult => r.status === 'rejected');
   if (failures.length > 0) throw failures[0]!.reason;
   const env = endpoints(nodes);
   writeFileSync(join(stackDir, 'env'), `${formatEnv(env)}\n`);
   log(`stack ready in ${((Date.now() - started) / 1000).toFixed(1)} s (state in ${stackDir})`);
+  if (chosen.has('prometheus')) log(`prometheus: ${prometheusUrl} (scrapes the worker's metrics at 127.0.0.1:${ports.workerMetrics})`);
   if (!opts.quiet) process.stdout.write(`${formatEnv(env)}\n`);
 }
 
@@ -89,12 +92,14 @@ async function down(opts: { wipe?: boolean; only?: Part[] }): Promise<void> {
   const stopped: string[] = [];
   // The worker first: it holds connections to every other part.
   if (opts.only === undefined && (await stopWorker())) stopped.push('worker');
-  const [temporal, source, dest] = await Promise.all([
+  const [temporal, source, dest, prometheus] = await Promise.all([
     chosen.has('temporal') ? stopTemporal() : false,
     chosen.has('source') ? stopCluster('source') : 0,
     chosen.has('dest') ? stopCluster('dest') : 0,
+    chosen.has('prometheus') ? stopPrometheus() : false,
   ]);
   if (temporal) stopped.push('temporal');
+  if (prometheus) stopped.push('prometheus');
   if (source) stopped.push(`kafka source (${source} node${source === 1 ? '' : 's'})`);
   if (dest) stopped.push(`kafka dest (${dest} node${dest === 1 ? '' : 's'})`);
   if (chosen.has('postgres') && stopPostgres()) stopped.push('postgres');
@@ -114,6 +119,7 @@ async function status(opts: { json?: boolean }): Promise<void> {
     temporal: temporalPid() !== undefined && (await temporalReady().catch(() => false)),
     source: runningNodes('source') === nodes.source,
     dest: runningNodes('dest') === nodes.dest,
+    prometheus: prometheusPid() !== undefined && (await prometheusReady().catch(() => false)),
   };
   const env = endpoints(nodes);
   if (opts.json) {

@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { loadConfig, withEnvFile } from '../config.ts';
+import { loadConfig, parseMetrics, withEnvFile } from '../config.ts';
 import { isKmirrorError } from '../domain/errors.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'kmirror-config-'));
@@ -63,5 +63,27 @@ describe('withEnvFile', () => {
     }
     expect(isKmirrorError(caught, 'INVALID_CONFIG')).toBe(true);
     expect((caught as Error).message).toContain(missing);
+  });
+});
+
+describe('parseMetrics', () => {
+  it('serves on loopback port 9464 with lagging partition series by default; port 0 turns it off', () => {
+    expect(parseMetrics({})).toEqual({ host: '127.0.0.1', port: 9464, partitionSeries: 'lagging' });
+    expect(parseMetrics({ KMIRROR_METRICS_PORT: '0', KMIRROR_METRICS_HOST: '0.0.0.0', KMIRROR_METRICS_PARTITION_SERIES: 'all' })).toEqual({ host: '0.0.0.0', port: 0, partitionSeries: 'all' });
+  });
+
+  it.each([
+    [{ KMIRROR_METRICS_PORT: '70000' }, /KMIRROR_METRICS_PORT='70000'/],
+    [{ KMIRROR_METRICS_PORT: 'x' }, /KMIRROR_METRICS_PORT='x'/],
+    [{ KMIRROR_METRICS_PARTITION_SERIES: 'some' }, /KMIRROR_METRICS_PARTITION_SERIES='some' is not one of lagging, all/],
+  ])('refuses %o with INVALID_CONFIG', (env, message) => {
+    let caught: unknown;
+    try {
+      parseMetrics(env);
+    } catch (err) {
+      caught = err;
+    }
+    expect(isKmirrorError(caught, 'INVALID_CONFIG')).toBe(true);
+    expect((caught as Error).message).toMatch(message);
   });
 });

@@ -3,34 +3,13 @@
 import { spawn } from 'node:child_process';
 import { appendFileSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { kafkaJava } from '../../scripts/stack/kafka.ts';
+import { javaClientLines, kafkaJava } from '../../scripts/stack/kafka.ts';
 import { stackDir } from '../../scripts/stack/topology.ts';
 import type { Admin } from 'kafkajs';
 import type { ClusterConnection } from '../../domain/connection.ts';
 import { deleteTopicsAndWait } from '../../kafka/admin.ts';
 
 const benchDir = join(stackDir, 'bench');
-
-/** A connection as Java client properties (`key=value` lines, each key behind `prefix`). Holds the password. */
-function javaClientLines(connection: ClusterConnection, prefix = ''): string[] {
-  const lines = [`${prefix}bootstrap.servers=${connection.bootstrap.join(',')}`, `${prefix}security.protocol=${connection.securityProtocol}`];
-  if (connection.sasl) {
-    lines.push(
-      `${prefix}sasl.mechanism=${connection.sasl.mechanism.toUpperCase()}`,
-      `${prefix}sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required username="${connection.sasl.username}" password="${connection.sasl.password}";`,
-    );
-  }
-  return lines;
-}
-
-/** Java client properties for a connection (written to a 0600 file under .stack; holds the password). */
-export function clientProperties(name: string, connection: ClusterConnection, extra: Record<string, string> = {}): string {
-  mkdirSync(benchDir, { recursive: true });
-  const lines = [...javaClientLines(connection), ...Object.entries(extra).map(([k, v]) => `${k}=${v}`)];
-  const file = join(benchDir, `${name}.properties`);
-  writeFileSync(file, `${lines.join('\n')}\n`, { mode: 0o600 });
-  return file;
-}
 
 export interface JavaRun {
   readonly stdout: string;

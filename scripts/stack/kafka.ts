@@ -89,6 +89,28 @@ export function ensureKafkaJars(log: (line: string) => void): string {
   return kafkaLibs;
 }
 
+/** A connection as Java client properties (`key=value` lines, each key behind `prefix`). Holds the password. */
+export function javaClientLines(connection: ClusterConnection, prefix = ''): string[] {
+  const lines = [`${prefix}bootstrap.servers=${connection.bootstrap.join(',')}`, `${prefix}security.protocol=${connection.securityProtocol}`];
+  if (connection.sasl) {
+    lines.push(
+      `${prefix}sasl.mechanism=${connection.sasl.mechanism.toUpperCase()}`,
+      `${prefix}sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required username="${connection.sasl.username}" password="${connection.sasl.password}";`,
+    );
+  }
+  return lines;
+}
+
+/** Java client properties for a connection, for the Kafka tools' --command-config and the like:
+ *  written to .stack/clients/<name>.properties (mode 0600: it holds the password). */
+export function clientProperties(name: string, connection: ClusterConnection, extra: Record<string, string> = {}): string {
+  const dir = ensureDir(join(stackDir, 'clients'), 0o700);
+  const lines = [...javaClientLines(connection), ...Object.entries(extra).map(([k, v]) => `${k}=${v}`)];
+  const file = join(dir, `${name}.properties`);
+  writeFileSync(file, `${lines.join('\n')}\n`, { mode: 0o600 });
+  return file;
+}
+
 /** JVM command line for one of the Kafka jars' main classes. */
 export function kafkaJava(mainClass: string, args: readonly string[], heap = '1g', log4j = log4jConfig): { command: string; args: string[] } {
   return {

@@ -5,7 +5,7 @@
 import { createHash } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { ensureDir, pidAlive, prerequisite, requirePortsFree, run, waitUntil } from './proc.ts';
+import { aptInstall, ensureDir, pidAlive, prerequisite, requirePortsFree, run, waitUntil } from './proc.ts';
 import { DATABASE_NAME, DATABASE_USER, ports, stackDir } from './topology.ts';
 
 const isRoot = process.getuid?.() === 0;
@@ -26,15 +26,7 @@ function findBinDir(): string | undefined {
 function ensureInstalled(log: (line: string) => void): string {
   const existing = findBinDir();
   if (existing) return existing;
-  if (!isRoot || !existsSync('/usr/bin/apt-get')) {
-    throw prerequisite(
-      'the PostgreSQL server is not installed (/usr/lib/postgresql/<version>/bin/pg_ctl missing): install Debian\'s "postgresql" package, or run `stack up` as root so it can',
-    );
-  }
-  log('postgres: installing Debian package "postgresql" (apt-get)…');
-  const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
-  run('apt-get', ['update', '-qq'], { env });
-  run('apt-get', ['install', '-y', '-qq', '--no-install-recommends', 'postgresql'], { env });
+  aptInstall('postgresql', 'the PostgreSQL server is not installed (/usr/lib/postgresql/<version>/bin/pg_ctl missing)', (line) => log(`postgres: ${line}`));
   const installed = findBinDir();
   if (!installed) throw prerequisite('apt-get installed "postgresql" but no server binaries were found under /usr/lib/postgresql');
   return installed;

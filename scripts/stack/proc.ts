@@ -10,6 +10,21 @@ export function prerequisite(message: string): KmirrorError {
   return new KmirrorError('STACK_PREREQUISITE_MISSING', message);
 }
 
+/**
+ * Install a Debian package with apt-get (the local stack's servers come from Debian: postgresql,
+ * prometheus). Only as root on a machine with apt-get; otherwise STACK_PREREQUISITE_MISSING
+ * naming the package and `why` (what is missing).
+ */
+export function aptInstall(pkg: string, why: string, log: (line: string) => void): void {
+  if (process.getuid?.() !== 0 || !existsSync('/usr/bin/apt-get')) {
+    throw prerequisite(`${why}: install Debian's "${pkg}" package, or run \`stack up\` as root so it can`);
+  }
+  log(`installing Debian package "${pkg}" (apt-get)…`);
+  const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
+  run('apt-get', ['update', '-qq'], { env });
+  run('apt-get', ['install', '-y', '-qq', '--no-install-recommends', pkg], { env });
+}
+
 /** Resolve an executable on PATH, or fail naming it and how to get it. */
 export function requireCommand(command: string, hint: string): string {
   const found = spawnSync('sh', ['-c', `command -v ${command}`], { encoding: 'utf8' });

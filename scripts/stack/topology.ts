@@ -24,6 +24,10 @@ export const ports = {
   postgres: 25432,
   temporal: 7233,
   temporalUi: 8233,
+  /** Prometheus (scrapes the stack's worker and any target a test registers). */
+  prometheus: 29090,
+  /** The worker's metrics endpoint (KMIRROR_METRICS_PORT's default). */
+  workerMetrics: 9464,
 } as const;
 
 /** Nodes a local cluster may have (`stack up --source-nodes/--dest-nodes`). */

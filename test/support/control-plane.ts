@@ -17,6 +17,7 @@ import { createKafka } from '../../kafka/connection.ts';
 import { RawCluster } from '../../kafka/protocol.ts';
 import { createLogger } from '../../log.ts';
 import { createWorker } from '../../worker.ts';
+import type { Metrics } from '../../metrics/metrics.ts';
 import { messages, sendAll } from './mirror-fixture.ts';
 import { createTestDatabase, destConnection, randomName, sourceConnection, stackConfigEnv, testClientOptions } from './stack.ts';
 
@@ -37,7 +38,9 @@ export interface ControlPlane {
   /** Remember a topic to delete on both clusters at close. */
   track(topic: string): void;
   /** Start another worker on the same task queue (a second process's worth). */
-  startWorker(identity?: string): Promise<{ stop(): Promise<void> }>;
+  startWorker(identity?: string): Promise<{ readonly metrics: Metrics; stop(): Promise<void> }>;
+  /** The metrics of the worker started with the plane (withWorker, the default). */
+  readonly metrics: Metrics | undefined;
   close(): Promise<void>;
 }
 
@@ -76,6 +79,7 @@ export async function controlPlane(options: { readonly env?: Record<string, stri
     const entry = { worker: built.worker, running: built.worker.run(), close: built.close, connection };
     workers.push(entry);
     return {
+      metrics: built.metrics,
       async stop() {
         if (entry.worker.getState() === 'RUNNING') entry.worker.shutdown();
         await entry.running.catch(() => undefined);
@@ -85,7 +89,7 @@ export async function controlPlane(options: { readonly env?: Record<string, stri
       },
     };
   };
-  if (options.withWorker !== false) await startWorker();
+  const first = options.withWorker !== false ? await startWorker() : undefined;
 
   return {
     config,
@@ -109,6 +113,7 @@ export async function controlPlane(options: { readonly env?: Record<string, stri
       topics.push(topic);
     },
     startWorker,
+    metrics: first?.metrics,
     async close() {
       // Runners of this file's mirrors live on its task queue: end them before the worker goes.
       const runners = temporal.client.workflow.list({ query: `TaskQueue = '${taskQueue}' AND ExecutionStatus = 'Running'` });

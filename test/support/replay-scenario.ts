@@ -12,7 +12,7 @@ import type { HistoryAndWorkflowId } from '@temporalio/common';
 import proto from '@temporalio/proto';
 import { Worker, type ReplayResult, type ReplayWorkerOptions } from '@temporalio/worker';
 import { createRequire } from 'node:module';
-import { WORKFLOWS_PATH } from '../../workflow-bundle.ts';
+import { WORKFLOW_INTERCEPTORS_PATH, WORKFLOWS_PATH } from '../../workflow-bundle.ts';
 import { awaitOperation, startOperation, type OperationInputs, type OperationResults } from '../../client/index.ts';
 import type { Operation } from '../../workflows/messages.ts';
 import type { ControlPlane } from './control-plane.ts';
@@ -153,10 +153,11 @@ export function historyFromJSON(json: unknown): History {
   return protojson.fromJson(HistoryType, json, { ignoreUnknownFields: true }) as History;
 }
 
-/** Replay as the product's worker runs workflows (worker.ts: the same workflowsPath, no
+/** Replay as the product's worker runs workflows (worker.ts: the same workflowsPath and
  *  interceptors). */
 export const replayWorkerOptions: ReplayWorkerOptions = {
   workflowsPath: WORKFLOWS_PATH,
+  interceptors: { workflowModules: [WORKFLOW_INTERCEPTORS_PATH] },
   replayName: 'kmirror-replay',
 };
 

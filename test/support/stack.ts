@@ -27,9 +27,10 @@ export function stackEnv(): StackEnv {
   return cached;
 }
 
-/** Environment for loadConfig(): the stack's endpoints plus the secret key file. */
+/** Environment for loadConfig(): the stack's endpoints plus the secret key file. No metrics
+ *  endpoint unless asked for (KMIRROR_METRICS_PORT): tests run several workers at once. */
 export function stackConfigEnv(overrides: Record<string, string> = {}): Record<string, string> {
-  return { ...stackEnv(), ...overrides };
+  return { ...stackEnv(), KMIRROR_METRICS_PORT: '0', ...overrides };
 }
 
 export function sourceConnection(): ClusterConnection {
