@@ -22,6 +22,8 @@ export interface Config {
   readonly logLevel: 'debug' | 'info' | 'warn' | 'error';
   readonly dataPlane: DataPlaneConfig;
   readonly metrics: MetricsConfig;
+  /** Check ClusterMirror grants in the first step of every operation workflow (KMIRROR_AUTHORIZATION). */
+  readonly authorization: boolean;
 }
 
 /** The worker's Prometheus endpoint (metrics/metrics.ts, docs/metrics.md). */
@@ -159,6 +161,7 @@ export function loadConfig(env: Env = process.env): Config {
     logLevel: logLevel as Config['logLevel'],
     dataPlane: parseDataPlane(env),
     metrics: parseMetrics(env),
+    authorization: parseBoolean('KMIRROR_AUTHORIZATION', env.KMIRROR_AUTHORIZATION, false),
   });
 }
 

@@ -145,7 +145,7 @@ export async function createWorker(
       taskQueue: options.taskQueue ?? config.temporal.taskQueue,
       identity,
       workflowBundle: await bundleWorkflows(log),
-      activities: createActivities({ db, clients, budget, metrics, dataPlane: config.dataPlane, workerIdentity: identity }),
+      activities: createActivities({ db, clients, budget, metrics, authorization: config.authorization, dataPlane: config.dataPlane, workerIdentity: identity }),
       sinks,
       shutdownGraceTime: SHUTDOWN_GRACE,
       shutdownForceTime: SHUTDOWN_FORCE,

@@ -4,6 +4,8 @@
 import type { Db } from '../db/database.ts';
 import type { EventMetadata } from '../db/event-store/types.ts';
 import { executeMirrorCommand } from '../db/mirror-store.ts';
+import { authorize } from '../db/acl-store.ts';
+import { requirementsOf } from '../domain/authorization.ts';
 import { loadMirror } from '../db/projections/load-mirror.ts';
 import type { MirrorCommand, RecordLastMirrored } from '../domain/commands.ts';
 import { KmirrorError } from '../domain/errors.ts';
@@ -78,9 +80,46 @@ function mirrorView(mirror: Mirror): MirrorView {
   };
 }
 
-export function createEventStoreActivities(deps: { readonly db: Db }) {
+/** What an operation workflow asks to be authorized for (its first step). */
+export interface AuthorizeInput {
+  readonly workflow: string;
+  readonly mirror: string;
+  /** The topics it names; with `include` patterns it needs READ on every topic (`*`); with
+   *  neither, it touches every topic of the mirror. Absent for createMirror and deleteMirror. */
+  readonly topics?: readonly string[];
+  readonly include?: readonly string[];
+  readonly wholeMirror?: boolean;
+  /** Other mirrors it changes (a failback starts its reverse mirror): ALTER on each. */
+  readonly alsoAlters?: readonly string[];
+  readonly metadata: EventMetadata;
+}
+
+export function createEventStoreActivities(deps: { readonly db: Db; readonly authorization: boolean }) {
   const { db } = deps;
   return {
+    /**
+     * The first step of every operation workflow (DESIGN §8): with KMIRROR_AUTHORIZATION on, the
+     * request's actor must hold the grants the operation needs; a refusal is recorded
+     * (OperationRefused) and fails the workflow with CLUSTER_MIRROR_AUTHORIZATION_FAILED before it
+     * does anything else. Off: nothing is checked (`checked: false`).
+     */
+    async authorizeOperation(input: AuthorizeInput): Promise<{ readonly checked: boolean }> {
+      if (!deps.authorization) return { checked: false };
+      let topics: readonly string[] = [];
+      if ((input.include ?? []).length > 0) topics = ['*'];
+      else if ((input.topics ?? []).length > 0) topics = input.topics!;
+      else if (input.wholeMirror === true) {
+        topics = (await db.selectFrom('mirror_topics').select('topic').where('mirror', '=', input.mirror).execute()).map((r) => r.topic);
+      }
+      const required = [
+        ...requirementsOf(input.workflow, input.mirror, topics),
+        ...(input.alsoAlters ?? []).map((mirror) => ({ operation: 'ALTER', resourceType: 'CLUSTER_MIRROR', resource: mirror }) as const),
+      ];
+      await authorize(db, { principal: input.metadata.actor, workflow: input.workflow, mirror: input.mirror, required }, input.metadata);
+      return { checked: true };
+    },
+
+
     async applyMirrorCommand(input: ApplyCommandInput): Promise<ApplyCommandResult> {
       const result = await executeMirrorCommand(db, input.command, input.metadata, { dryRun: input.dryRun === true });
       const needed = topicsNeeded(input.command);

@@ -18,6 +18,8 @@ export interface ActivityDeps {
   readonly clients: ClusterClients;
   readonly budget: ByteBudget;
   readonly metrics: Metrics;
+  /** KMIRROR_AUTHORIZATION: check ClusterMirror grants in every operation workflow. */
+  readonly authorization: boolean;
   readonly dataPlane: DataPlaneConfig;
   /** Names this worker in lease owners. */
   readonly workerIdentity: string;
@@ -26,7 +28,7 @@ export interface ActivityDeps {
 export function createActivities(deps: ActivityDeps) {
   return atEdge({
     ...createPingActivities(),
-    ...createEventStoreActivities({ db: deps.db }),
+    ...createEventStoreActivities({ db: deps.db, authorization: deps.authorization }),
     ...createKafkaAdminActivities({ db: deps.db, clients: deps.clients, metrics: deps.metrics }),
     ...createDataPlaneActivities({ db: deps.db, clients: deps.clients, budget: deps.budget, metrics: deps.metrics, config: deps.dataPlane, workerIdentity: deps.workerIdentity }),
     ...createRunnerActivities({ runner: deps.dataPlane.runner }),

@@ -110,6 +110,14 @@ export interface PartitionLeasesTable {
   updated_at: Date;
 }
 
+export interface AclGrantsTable {
+  principal: string;
+  operation: string;
+  resource_type: string;
+  resource: string;
+  granted_at: Date;
+}
+
 export interface Database {
   events: EventsTable;
   streams: StreamsTable;
@@ -120,6 +128,7 @@ export interface Database {
   mirror_topics: MirrorTopicsTable;
   mirror_partitions: MirrorPartitionsTable;
   partition_leases: PartitionLeasesTable;
+  acl_grants: AclGrantsTable;
 }
 
 export type Db = Kysely<Database>;

@@ -1,6 +1,7 @@
 // Domain events: past tense, plain JSON (they are hashed, stored as jsonb and may cross Temporal).
 // Offsets are decimal strings. No event carries a credential: a cluster's connection appears only as
 // its non-secret description. docs/events.md documents every type and its JSON shape.
+import type { AuthorizationEvent } from './authorization.ts';
 import type { RecordsLostPolicy } from './commands.ts';
 import type { ConnectionDescription } from './connection.ts';
 import type { RetryTrigger, StopMode } from '../machines/partition.ts';
@@ -108,7 +109,7 @@ export type MirrorEvent =
   | MirrorDeletionStarted
   | MirrorDeleted;
 
-export type DomainEvent = ClusterEvent | MirrorEvent;
+export type DomainEvent = ClusterEvent | MirrorEvent | AuthorizationEvent;
 export type DomainEventType = DomainEvent['type'];
 
 export const PartitionLifecycleEventTypes = [

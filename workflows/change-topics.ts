@@ -2,7 +2,7 @@
 import { setHandler } from '@temporalio/workflow';
 import type { RunnerUpdateName } from '../activities/runner.ts';
 import type { PartitionSelection } from '../domain/commands.ts';
-import { asFailure, checkRequester, invalid, isStringArray, metadataOf, setSearchAttributes, short, updates } from './common.ts';
+import { asFailure, authorizeRequest, checkRequester, invalid, isStringArray, metadataOf, setSearchAttributes, short, updates } from './common.ts';
 import { progressQuery, type Operation, type Requester, type RunnerChange } from './messages.ts';
 
 export interface TopicsChangeInput extends Requester {
@@ -28,6 +28,7 @@ export async function changeTopics(workflow: Operation, update: RunnerUpdateName
   let result: RunnerChange | undefined;
   setHandler(progressQuery, () => ({ workflow, mirror, step, done: result !== undefined, total: result?.partitions ?? 0, states: result?.states ?? {} }));
   try {
+    await authorizeRequest(workflow, { mirror, ...(input.topics ? { topics: input.topics } : {}), wholeMirror: input.allTopics === true }, input);
     await short.requireMirror({ mirror });
     const partitions: PartitionSelection = input.allTopics === true ? 'all' : [...new Set(input.topics)].map((topic) => ({ topic }));
     const metadata = metadataOf(input);

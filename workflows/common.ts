@@ -7,6 +7,7 @@ import {
   ApplicationFailure,
   CancelledFailure,
   ChildWorkflowFailure,
+  patched,
   proxyActivities,
   TimeoutFailure,
   upsertSearchAttributes,
@@ -17,7 +18,7 @@ import type { createEventStoreActivities } from '../activities/event-store.ts';
 import type { createKafkaAdminActivities } from '../activities/kafka-admin.ts';
 import type { createRunnerActivities } from '../activities/runner.ts';
 import type { EventMetadata } from '../db/event-store/types.ts';
-import type { Requester, WorkflowKind } from './messages.ts';
+import type { Operation, Requester, WorkflowKind } from './messages.ts';
 import { searchAttributePairs } from './search-attributes.ts';
 
 type EventStore = ReturnType<typeof createEventStoreActivities>;
@@ -84,6 +85,21 @@ export function checkRequester(workflow: string, input: Requester, shape: string
 export function metadataOf(requester: Requester): EventMetadata & { workflowId: string; runId: string } {
   const { workflowId, runId } = workflowInfo();
   return { actor: requester.actor ?? 'temporal-ui', ...(requester.reason === undefined ? {} : { reason: requester.reason }), workflowId, runId };
+}
+
+/**
+ * The first step of every operation workflow (DESIGN §8): the activity checks the requester's
+ * ClusterMirror grants when authorization is on, and a refusal (recorded as an event) fails the
+ * workflow with CLUSTER_MIRROR_AUTHORIZATION_FAILED before anything else happens. Patched in, so
+ * histories of workflows started before the check existed replay unchanged.
+ */
+export async function authorizeRequest(
+  workflow: Operation,
+  request: { readonly mirror: string; readonly topics?: readonly string[]; readonly include?: readonly string[]; readonly wholeMirror?: boolean; readonly alsoAlters?: readonly string[] },
+  requester: Requester,
+): Promise<void> {
+  if (!patched('authorize-request')) return;
+  await short.authorizeOperation({ workflow, ...request, metadata: metadataOf(requester) });
 }
 
 export function setSearchAttributes(of: { mirror: string; workflow: WorkflowKind; topics?: readonly string[] }): void {

@@ -4,7 +4,7 @@
 //   {"mirror": "dr-east", "sourceCluster": "east", "destinationCluster": "west", "actor": "alice", "reason": "…"}
 import { setHandler } from '@temporalio/workflow';
 import type { ClusterCheck } from '../activities/kafka-admin.ts';
-import { asFailure, checkRequester, invalid, isStringArray, metadataOf, setSearchAttributes, short } from './common.ts';
+import { asFailure, authorizeRequest, checkRequester, invalid, isStringArray, metadataOf, setSearchAttributes, short } from './common.ts';
 import { progressQuery, runnerWorkflowId, type Requester } from './messages.ts';
 import { RECORDS_LOST_POLICIES, type RecordsLostPolicy } from '../domain/commands.ts';
 
@@ -46,6 +46,7 @@ export async function createMirror(input: CreateMirrorInput): Promise<CreateMirr
   const command = { type: 'CreateMirror', mirror, sourceCluster, destinationCluster, ...(input.onRecordsLost === undefined ? {} : { onRecordsLost: input.onRecordsLost }) } as const;
   const metadata = metadataOf(input);
   try {
+    await authorizeRequest('createMirror', { mirror }, input);
     // Refusals (bad name, mirror exists, cluster not registered) come before any cluster is contacted.
     await short.applyMirrorCommand({ command, metadata, dryRun: true });
     const groupFilter = input.groups === undefined ? undefined : ({ type: 'SetGroupFilter', mirror, include: [...(input.groups.include ?? ['.*'])], exclude: [...(input.groups.exclude ?? [])] } as const);

@@ -5,7 +5,7 @@
 // Input (Temporal UI: type `deleteMirror`, task queue `kmirror`, id `delete:<mirror>`):
 //   {"mirror": "dr-east", "actor": "alice", "reason": "migration finished"}
 import { getExternalWorkflowHandle, setHandler } from '@temporalio/workflow';
-import { asFailure, checkRequester, invalid, metadataOf, setSearchAttributes, short } from './common.ts';
+import { asFailure, authorizeRequest, checkRequester, invalid, metadataOf, setSearchAttributes, short } from './common.ts';
 import { progressQuery, runnerWorkflowId, type Requester } from './messages.ts';
 
 export interface DeleteMirrorInput extends Requester {
@@ -27,6 +27,7 @@ export async function deleteMirror(input: DeleteMirrorInput): Promise<DeleteMirr
   setHandler(progressQuery, () => ({ workflow: 'deleteMirror', mirror, step, done: step === 'done', total: 0, states: {} }));
   const metadata = metadataOf(input);
   try {
+    await authorizeRequest('deleteMirror', { mirror }, input);
     await short.applyMirrorCommand({ command: { type: 'DeleteMirror', mirror }, metadata });
     step = 'stopping the runner';
     // Its partitions are all STOPPED, so it runs no copy; a runner that is gone already is fine.

@@ -11,7 +11,7 @@
 //   {"mirror": "dr-east", "divergent": "archive", "actor": "alice", "reason": "east is back"}
 import { ApplicationFailure, executeChild, setHandler, workflowInfo } from '@temporalio/workflow';
 import type { TopicFailback } from '../kafka/failback.ts';
-import { asFailure, checkRequester, invalid, isStringArray, metadataOf, setSearchAttributes, short } from './common.ts';
+import { asFailure, authorizeRequest, checkRequester, invalid, isStringArray, metadataOf, setSearchAttributes, short } from './common.ts';
 import { createMirror } from './create-mirror.ts';
 import { progressQuery, type Requester } from './messages.ts';
 import { startTopics, type StartTopicsResult } from './start-topics.ts';
@@ -51,6 +51,7 @@ export async function failback(input: FailbackInput): Promise<FailbackResult> {
   let step = 'checking the request';
   setHandler(progressQuery, () => ({ workflow: 'failback', mirror, step, done: step === 'done', total: 0, states: {} }));
   try {
+    await authorizeRequest('failback', { mirror, ...(input.topics ? { topics: input.topics } : {}), wholeMirror: true, alsoAlters: [reverseMirror] }, input);
     const view = await short.requireMirror({ mirror });
     const stoppedTopics = view.topics.filter((t) => t.partitions.every((p) => p.state === 'STOPPED')).map((t) => t.topic);
     let topics = stoppedTopics;

@@ -12,7 +12,7 @@
 //   {"mirror": "dr-east", "overrideIsrWait": true, "reason": "broker 3 is gone for days; accept RF-1"}
 //   {"mirror": "dr-east", "topics": ["orders"], "acceptRecordsLost": true, "reason": "gap agreed with the owners"}
 import { setHandler } from '@temporalio/workflow';
-import { asFailure, checkRequester, invalid, isStringArray, metadataOf, setSearchAttributes, short, updates } from './common.ts';
+import { asFailure, authorizeRequest, checkRequester, invalid, isStringArray, metadataOf, setSearchAttributes, short, updates } from './common.ts';
 import { progressQuery, type Requester, type RunnerChange } from './messages.ts';
 import type { PartitionSelection } from '../domain/commands.ts';
 
@@ -48,6 +48,7 @@ export async function retryPartitions(input: RetryPartitionsInput): Promise<Retr
   let step = 'checking the request';
   setHandler(progressQuery, () => ({ workflow: 'retryPartitions', mirror, step, done: step === 'done', total: 0, states: {} }));
   try {
+    await authorizeRequest('retryPartitions', { mirror, ...(input.topics ? { topics: input.topics } : {}), wholeMirror: true }, input);
     const view = await short.requireMirror({ mirror });
     const topics = input.topics !== undefined && input.topics.length > 0 ? [...new Set(input.topics)] : view.topics.map((t) => t.topic);
     const metadata = metadataOf(input);

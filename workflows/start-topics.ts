@@ -12,7 +12,7 @@ import type { ResolvedTopic } from '../activities/kafka-admin.ts';
 import type { ReadOnlyResult } from '../kafka/mirror-topics.ts';
 import type { CreatedTopic } from '../kafka/mirror-topics.ts';
 import { PartitionStates } from '../machines/partition.ts';
-import { asFailure, checkRequester, invalid, isStringArray, metadataOf, setSearchAttributes, short, updates } from './common.ts';
+import { asFailure, authorizeRequest, checkRequester, invalid, isStringArray, metadataOf, setSearchAttributes, short, updates } from './common.ts';
 import { progressQuery, type FailedPartition, type PartitionProgress, type Requester } from './messages.ts';
 
 export interface StartTopicsInput extends Requester {
@@ -63,6 +63,7 @@ export async function startTopics(input: StartTopicsInput): Promise<StartTopicsR
   });
 
   try {
+    await authorizeRequest('startTopics', { mirror, ...(input.topics ? { topics: input.topics } : {}), ...(input.include ? { include: input.include } : {}) }, input);
     const view = await short.requireMirror({ mirror });
     const known = view.topics.map((t) => t.topic);
     resolved = await short.resolveTopics({ mirror, known, ...(input.topics ? { topics: input.topics } : {}), ...(input.include ? { include: input.include } : {}), ...(input.exclude ? { exclude: input.exclude } : {}) });

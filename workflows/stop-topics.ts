@@ -9,7 +9,7 @@ import { ApplicationFailure, log, setHandler, sleep } from '@temporalio/workflow
 import type { GroupSyncSummary } from '../kafka/group-offsets.ts';
 import type { PartitionOffsets } from '../activities/kafka-admin.ts';
 import type { MirrorView } from '../activities/event-store.ts';
-import { asFailure, checkRequester, invalid, isStringArray, metadataOf, selectionOf, setSearchAttributes, short, updates, waits, dataPlane } from './common.ts';
+import { asFailure, authorizeRequest, checkRequester, invalid, isStringArray, metadataOf, selectionOf, setSearchAttributes, short, updates, waits, dataPlane } from './common.ts';
 import { progressQuery, type FailedPartition, type Requester } from './messages.ts';
 
 export interface StopTopicsInput extends Requester {
@@ -111,6 +111,7 @@ export async function stopTopics(mode: 'failover' | 'promote', input: PromoteInp
   };
 
   try {
+    await authorizeRequest(workflow, { mirror, ...(input.topics ? { topics: input.topics } : {}), ...(input.include ? { include: input.include } : {}), wholeMirror: input.allTopics === true }, input);
     const view = await short.requireMirror({ mirror });
     chosen = choose(workflow, view, input);
     states = count(chosen);

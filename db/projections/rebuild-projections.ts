@@ -1,5 +1,5 @@
-// Rebuild every projection from the event log: truncate clusters, mirrors, mirror_topics and
-// mirror_partitions, fold all streams with the same evolve and the same row rules as the live path,
+// Rebuild every projection from the event log: truncate clusters, mirrors, mirror_topics,
+// mirror_partitions and acl_grants, fold all streams with the same evolve and the same row rules as the live path,
 // and write the rows. One transaction holding the event_chain lock, so no append interleaves and
 // readers see either the old rows or the new ones. cluster_connections and partition_leases are
 // state of record and are left alone. Reads the log in pages; memory holds the folded state (one
@@ -9,6 +9,8 @@ import { evolveCluster, initialCluster, type Cluster } from '../../domain/cluste
 import { KmirrorError } from '../../domain/errors.ts';
 import { fold, initialMirror, type Mirror } from '../../domain/mirror.ts';
 import type { ClusterEvent, MirrorEvent } from '../../domain/events.ts';
+import type { AuthorizationEvent } from '../../domain/authorization.ts';
+import { writeGrantChanges } from '../acl-store.ts';
 import type { Db } from '../database.ts';
 import { readAll } from '../event-store/read-all.ts';
 import { writeClusterRow } from './cluster-rows.ts';
@@ -27,6 +29,7 @@ export async function rebuildProjections(db: Db, options: { readonly pageSize?: 
     await sql`select 1 from event_chain where id = 1 for update`.execute(trx);
     const clusters = new Map<string, { state: Cluster; createdAt: Date; updatedAt: Date }>();
     const mirrors = new Map<string, { state: Mirror; changes: MirrorChanges }>();
+    const grants: { event: AuthorizationEvent; at: Date }[] = [];
     let after = 0n;
     for (;;) {
       const page = await readAll(trx, { after, limit: pageSize });
@@ -42,6 +45,10 @@ export async function rebuildProjections(db: Db, options: { readonly pageSize?: 
           clusters.set(name, { state, createdAt: entry?.createdAt ?? event.recordedAt, updatedAt: event.recordedAt });
           continue;
         }
+        if (kind === 'acl') {
+          grants.push({ event: event as AuthorizationEvent, at: event.recordedAt });
+          continue;
+        }
         let entry = mirrors.get(name);
         if (entry === undefined) mirrors.set(name, (entry = { state: initialMirror(name), changes: emptyMirrorChanges(null) }));
         collectMirrorChanges(entry.changes, event as MirrorEvent, event.recordedAt);
@@ -54,18 +61,19 @@ export async function rebuildProjections(db: Db, options: { readonly pageSize?: 
         entry.state = fold(entry.state, run.events);
       }
     }
-    await sql`truncate mirror_partitions, mirror_topics, mirrors, clusters`.execute(trx);
+    await sql`truncate mirror_partitions, mirror_topics, mirrors, clusters, acl_grants`.execute(trx);
+    for (const { event, at } of grants) await writeGrantChanges(trx, [event], at);
     for (const { state, createdAt, updatedAt } of clusters.values()) await writeClusterRow(trx, state, createdAt, updatedAt);
     for (const { state, changes } of mirrors.values()) await writeMirrorChanges(trx, state, changes);
     return { events: after, clusters: clusters.size, mirrors: mirrors.size };
   });
 }
 
-function splitStreamId(streamId: string): ['cluster' | 'mirror', string] {
+function splitStreamId(streamId: string): ['cluster' | 'mirror' | 'acl', string] {
   const colon = streamId.indexOf(':');
   const kind = streamId.slice(0, colon);
-  if (colon < 0 || (kind !== 'cluster' && kind !== 'mirror')) {
-    throw new KmirrorError('EVENT_HISTORY_INVALID', `stream ${streamId} is neither a cluster nor a mirror stream`);
+  if (colon < 0 || (kind !== 'cluster' && kind !== 'mirror' && kind !== 'acl')) {
+    throw new KmirrorError('EVENT_HISTORY_INVALID', `stream ${streamId} is not a cluster, mirror or acl stream`);
   }
   return [kind, streamId.slice(colon + 1)];
 }

@@ -1,0 +1,112 @@
+// The ClusterMirror permission model with KMIRROR_AUTHORIZATION on, as an operator meets it in the
+// Temporal Web UI: a headless Chromium starts `startTopics` for a principal that may ALTER the mirror
+// but not READ the topic — refused with CLUSTER_MIRROR_AUTHORIZATION_FAILED, an OperationRefused
+// event, and nothing else (no topic added, no destination topic); once READ is granted through the
+// `kmirror acl` CLI, the same start from the UI mirrors the topic.
+import { WorkflowFailedError } from '@temporalio/client';
+import type { Browser, Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { awaitOperation, startOperation } from '../../client/index.ts';
+import { changeGrant } from '../../db/acl-store.ts';
+import { readStream } from '../../db/event-store/read-stream.ts';
+import { AUTHORIZATION_STREAM } from '../../domain/authorization.ts';
+import { mirrorStreamId } from '../../domain/events.ts';
+import type { StartTopicsInput } from '../../workflows/start-topics.ts';
+import { closeBrowser, launchBrowser, startWorkflowInUi } from '../support/browser.ts';
+import { start } from '../support/child.ts';
+import { controlPlane, type ControlPlane } from '../support/control-plane.ts';
+import { randomName, stackConfigEnv, stackEnv } from '../support/stack.ts';
+
+let t: ControlPlane;
+let browser: Browser | undefined;
+let page: Page;
+
+beforeAll(async () => {
+  t = await controlPlane({ env: { KMIRROR_AUTHORIZATION: 'true' } });
+  browser = await launchBrowser();
+  page = await browser.newPage();
+});
+
+afterAll(async () => {
+  await closeBrowser(browser);
+  await t?.close();
+});
+
+/** `kmirror <args>` as a child process on this file's database and task queue, authorization on. */
+async function cli(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const env = {
+    ...stackConfigEnv({ DATABASE_URL: t.databaseUrl, TEMPORAL_TASK_QUEUE: t.taskQueue, KMIRROR_LOG_LEVEL: 'warn', KMIRROR_AUTHORIZATION: 'true' }),
+    KMIRROR_ENV_FILE: '/dev/null',
+    PATH: process.env.PATH ?? '',
+    HOME: process.env.HOME ?? '/root',
+  };
+  const child = start(process.execPath, ['--import', 'tsx', 'cli/main.ts', ...args], { env });
+  const { code } = await child.exited;
+  return { code, stdout: child.stdout(), stderr: child.stderr() };
+}
+
+describe('authorization (KMIRROR_AUTHORIZATION=true)', () => {
+  it('refuses a start from the Temporal UI without READ on the topic (code, event, nothing else), and runs it once granted', async () => {
+    const mirror = randomName('acl-m');
+    const topic = await t.sourceTopic({ partitions: 1 });
+    const admin = { actor: 'admin', reason: 'test setup' };
+    // Creating needs CREATE too: without it the setup itself is refused.
+    const unauthorizedCreate = await awaitOperation<'createMirror'>(await startOperation(t.temporal, 'createMirror', { mirror, sourceCluster: 'src', destinationCluster: 'dst', actor: 'test-setup' })).then(
+      () => undefined,
+      (err: unknown) => err as { code?: string },
+    );
+    expect(unauthorizedCreate?.code).toBe('CLUSTER_MIRROR_AUTHORIZATION_FAILED');
+    await changeGrant(t.db, 'GrantAcl', { principal: 'test-setup', operation: 'CREATE', resourceType: 'CLUSTER_MIRROR', resource: '*' }, admin);
+    await awaitOperation<'createMirror'>(await startOperation(t.temporal, 'createMirror', { mirror, sourceCluster: 'src', destinationCluster: 'dst', actor: 'test-setup' }));
+
+    // mallory may ALTER the mirror (granted through the CLI) but not READ the topic.
+    const granted = await cli(['acl', 'add', '--principal', 'mallory', '--operation', 'ALTER', '--mirror', mirror, '--actor', 'admin', '--json']);
+    expect(granted.code, granted.stderr).toBe(0);
+    expect(JSON.parse(granted.stdout)).toEqual({ granted: [`mallory ALTER CLUSTER_MIRROR ${mirror}`], unchanged: [] });
+
+    const input = { mirror, topics: [topic], actor: 'mallory', reason: 'from the UI' } satisfies StartTopicsInput;
+    const refusedId = `start:${mirror}:ui-refused`;
+    await startWorkflowInUi(page, { uiUrl: stackEnv().TEMPORAL_UI_URL!, namespace: t.config.temporal.namespace, workflowId: refusedId, workflowType: 'startTopics', taskQueue: t.taskQueue, input });
+    const failure = await t.temporal.client.workflow
+      .getHandle(refusedId)
+      .result()
+      .then(
+        () => undefined,
+        (err: unknown) => err,
+      );
+    expect(failure).toBeInstanceOf(WorkflowFailedError);
+    const cause = (failure as WorkflowFailedError).cause as { type?: string; message?: string; nonRetryable?: boolean };
+    expect(cause.type).toBe('CLUSTER_MIRROR_AUTHORIZATION_FAILED');
+    expect(cause.message).toContain(`mallory may not run startTopics: missing READ on TOPIC ${topic}`);
+    expect(cause.nonRetryable).toBe(true);
+
+    // The refusal is an event (who, what, which workflow); nothing else happened.
+    const refusals = (await readStream(t.db, AUTHORIZATION_STREAM)).filter((e) => e.type === 'OperationRefused' && (e.data as { principal: string }).principal === 'mallory');
+    expect(refusals).toHaveLength(1);
+    expect(refusals[0]!.data).toEqual({ principal: 'mallory', workflow: 'startTopics', mirror, missing: [{ operation: 'READ', resourceType: 'TOPIC', resource: topic }] });
+    expect(refusals[0]!.metadata).toMatchObject({ actor: 'mallory', reason: 'from the UI', workflowId: refusedId });
+    expect((await readStream(t.db, mirrorStreamId(mirror))).map((e) => e.type)).toEqual(['MirrorCreated']);
+    expect(await t.destAdmin.listTopics()).not.toContain(topic);
+
+    // Granted READ (the CLI again), the same request from the UI mirrors the topic.
+    expect((await cli(['acl', 'add', '--principal', 'mallory', '--operation', 'READ', '--topic', topic, '--actor', 'admin'])).code).toBe(0);
+    const listed = await cli(['acl', 'list', '--principal', 'mallory', '--json']);
+    expect(JSON.parse(listed.stdout)).toEqual({
+      authorization: true,
+      grants: [
+        { principal: 'mallory', operation: 'ALTER', resourceType: 'CLUSTER_MIRROR', resource: mirror },
+        { principal: 'mallory', operation: 'READ', resourceType: 'TOPIC', resource: topic },
+      ],
+    });
+    const allowedId = `start:${mirror}:ui-allowed`;
+    await startWorkflowInUi(page, { uiUrl: stackEnv().TEMPORAL_UI_URL!, namespace: t.config.temporal.namespace, workflowId: allowedId, workflowType: 'startTopics', taskQueue: t.taskQueue, input });
+    const result = await awaitOperation<'startTopics'>(t.temporal.client.workflow.getHandle(allowedId));
+    expect(result).toMatchObject({ mirror, states: { MIRRORING: 1 }, failed: [] });
+
+    // Revoked, a pause is refused again; through the CLI the refusal is the common error format.
+    expect((await cli(['acl', 'remove', '--principal', 'mallory', '--operation', 'READ', '--topic', topic, '--actor', 'admin'])).code).toBe(0);
+    const paused = await cli(['pause', mirror, '--topic', topic, '--actor', 'mallory', '--json']);
+    expect(paused.code).not.toBe(0);
+    expect(JSON.parse(paused.stdout || paused.stderr)).toMatchObject({ error: { code: 'CLUSTER_MIRROR_AUTHORIZATION_FAILED' } });
+  });
+});
