@@ -9,6 +9,7 @@ import { readFileSync } from 'node:fs';
 import { isKmirrorError, KmirrorError } from '../domain/errors.ts';
 import { clusterCommand } from './commands/cluster.ts';
 import { aclCommand } from './commands/acl.ts';
+import { importMm2Command } from './commands/import-mm2.ts';
 import { mirrorCommands } from './commands/mirrors.ts';
 import { operationCommands } from './commands/operations.ts';
 import { CliContext, type GlobalOptions } from './context.ts';
@@ -57,7 +58,7 @@ export function buildProgram(output: Output = processOutput, context?: (ctx: Cli
     for (const sub of command.commands) inherit(sub);
     return command;
   };
-  for (const command of [clusterCommand(ctx), aclCommand(ctx), ...operationCommands(ctx), ...mirrorCommands(ctx)]) program.addCommand(inherit(command));
+  for (const command of [clusterCommand(ctx), aclCommand(ctx), ...operationCommands(ctx), ...mirrorCommands(ctx), importMm2Command(ctx)]) program.addCommand(inherit(command));
   // Every command's clients are closed after it, whatever happened.
   program.hook('postAction', () => ctx.close());
 

@@ -22,7 +22,7 @@ import type { EventMetadata } from './event-store/types.ts';
 export async function loadGrants(db: Db | Trx): Promise<{ readonly state: AclGrant[]; readonly version: bigint }> {
   // Version first, as in load-mirror.ts.
   const stream = await db.selectFrom('streams').select('version').where('stream_id', '=', AUTHORIZATION_STREAM).executeTakeFirst();
-  const rows = await db.selectFrom('acl_grants').selectAll().orderBy(['principal', 'resource_type', 'resource', 'operation']).execute();
+  const rows = await db.selectFrom('acl_grants').selectAll().orderBy('principal').orderBy('resource_type').orderBy('resource').orderBy('operation').execute();
   return {
     state: rows.map((r) => ({ principal: r.principal, operation: r.operation as AclOperation, resourceType: r.resource_type as AclResourceType, resource: r.resource })),
     version: stream?.version ?? 0n,

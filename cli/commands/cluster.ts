@@ -23,7 +23,7 @@ interface AddOptions {
   replace?: boolean;
 }
 
-function readFile(path: string, what: string): string {
+export function readFile(path: string, what: string): string {
   try {
     return readFileSync(path, 'utf8');
   } catch (err) {
@@ -52,7 +52,7 @@ function connectionOf(options: AddOptions): ClusterConnection {
 
 /** The cluster answers with these credentials (describeCluster), or CLUSTER_UNREACHABLE /
  *  CLUSTER_MIRROR_AUTHORIZATION_FAILED. */
-async function check(name: string, connection: ClusterConnection): Promise<{ clusterId: string; brokers: number }> {
+export async function checkCluster(name: string, connection: ClusterConnection): Promise<{ clusterId: string; brokers: number }> {
   const admin = createKafka(connection, { retries: 1, connectionTimeoutMs: 3_000, requestTimeoutMs: 10_000 }).admin();
   try {
     await admin.connect();
@@ -99,7 +99,7 @@ export function clusterCommand(ctx: CliContext): Command {
     .action(async (name: string, options: AddOptions) => {
       assertClusterName(name);
       const connection = connectionOf(options);
-      const checked = options.check ? await check(name, connection) : undefined;
+      const checked = options.check ? await checkCluster(name, connection) : undefined;
       const db = await ctx.db();
       const store = options.replace === true ? changeClusterConnection : registerCluster;
       await store(db, ctx.config.secretKey, { cluster: name, connection }, ctx.requester);
