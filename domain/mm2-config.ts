@@ -165,10 +165,10 @@ export function planMm2Import(text: string): Mm2ImportPlan {
   const props = propertiesOf(text);
   const ledger: Ledger = { props, carried: new Set(), notes: new Map(), providers: props.has('config.providers') };
   const aliases = clustersOf(ledger);
-  const flows = enabledFlows(ledger, aliases);
+  const flows = withoutConflictingFlows(ledger, enabledFlows(ledger, aliases));
   const used = aliases.filter((alias) => flows.some((f) => f.source === alias || f.destination === alias));
   const clusters = used.map((alias) => planCluster(ledger, alias));
-  const mirrors = withoutConflictingFlows(ledger, planMirrors(ledger, flows));
+  const mirrors = planMirrors(ledger, flows);
   for (const [key, value] of props) {
     if (ledger.carried.has(key) || ledger.notes.has(key)) continue;
     const reason = leftoverReason(scopeOf(key, aliases), flows, used);
@@ -187,11 +187,12 @@ export function planMm2Import(text: string): Mm2ImportPlan {
  * topics back into their own source. Chains (A->B->C) are fine. When roles swap, `kmirror failover`
  * then `kmirror failback` reverses a mirror.
  */
-function withoutConflictingFlows(ledger: Ledger, mirrors: readonly Mm2MirrorPlan[]): Mm2MirrorPlan[] {
-  const kept: Mm2MirrorPlan[] = [];
+function withoutConflictingFlows(ledger: Ledger, flows: readonly Flow[]): Flow[] {
+  const kept: Flow[] = [];
+  const name = (f: Flow): string => `${f.source}-to-${f.destination}`;
   const reaches = (from: string, to: string, seen = new Set<string>()): boolean =>
     from === to || kept.some((k) => k.source === from && !seen.has(k.destination) && (seen.add(k.destination), reaches(k.destination, to, seen)));
-  for (const m of mirrors) {
+  for (const m of flows) {
     const feeder = kept.find((k) => k.destination === m.destination);
     const cycle = feeder === undefined && reaches(m.destination, m.source);
     if (feeder === undefined && !cycle) {
@@ -200,8 +201,8 @@ function withoutConflictingFlows(ledger: Ledger, mirrors: readonly Mm2MirrorPlan
     }
     const why =
       feeder !== undefined
-        ? `${m.destination} already receives ${feeder.source}'s topics (mirror ${feeder.name}) under their own names, and ${m.source}'s same-named topics would land in them`
-        : `${m.destination} already sends its topics to ${m.source} (through the flows imported before), so ${m.name} would copy topics back into their own source`;
+        ? `${m.destination} already receives ${feeder.source}'s topics (mirror ${name(feeder)}) under their own names, and ${m.source}'s same-named topics would land in them`
+        : `${m.destination} already sends its topics to ${m.source} (through the flows imported before), so ${name(m)} would copy topics back into their own source`;
     const key = `${m.source}->${m.destination}.enabled`;
     ledger.notes.set(key, { key, value: 'true', reason: `not imported: kmirror keeps topic names and offsets, and ${why}; a topic is mirrored one way at a time — when roles swap, \`kmirror failover\` then \`kmirror failback\` reverses a mirror` });
   }
