@@ -196,6 +196,8 @@ export function createDataPlaneActivities(deps: DataPlaneDeps) {
         (progress, stats) => reporter.progress(progress, stats),
         (ends) => reporter.sourceEnds(ends),
       );
+      // Counts the last round did not report (an alignment reports no round at all).
+      reporter.progress([], result.stats);
       if (result.leaseLost !== undefined) metrics.leaseLost(mirror);
       return outcome(result);
     } finally {
@@ -283,7 +285,7 @@ export function createDataPlaneActivities(deps: DataPlaneDeps) {
      *  (and check its boundary record), then stop. */
     async alignPartitions(input: CopyInput): Promise<CopyOutcome> {
       return heartbeating(
-        async (signal) => outcome(await withRequest(input, signal, align)),
+        async (signal) => reported(input.mirror, () => withRequest(input, signal, align)),
         () => ({ aligning: input.assignments.reduce((n, a) => n + a.partitions.length, 0) }),
       );
     },
