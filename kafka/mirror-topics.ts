@@ -81,7 +81,8 @@ export async function resolveTopics(sourceAdmin: Admin, selection: TopicSelectio
   if (missing.length > 0) {
     throw new KmirrorError(
       'UNKNOWN_TOPIC',
-      `the source cluster has no topic ${missing.slice(0, 10).join(', ')}${missing.length > 10 ? ` (and ${missing.length - 10} more)` : ''}`,
+      // Kafka lists only the topics a principal may Describe: a missing grant looks the same.
+      `the source cluster has no topic ${missing.slice(0, 10).join(', ')}${missing.length > 10 ? ` (and ${missing.length - 10} more)` : ''}, or kmirror's principal there may not Describe it (docs/security.md)`,
       { topic: missing[0]!, missing: missing.length },
       // The topics were named by the operator: asking again will not create them.
       { retryable: false },
@@ -280,6 +281,16 @@ const matches = (resource: { resourceName: string; resourcePatternType: number }
     ? resource.resourceName === '*' || resource.resourceName === topic
     : resource.resourcePatternType === ResourcePatternTypes.PREFIXED && topic.startsWith(resource.resourceName);
 
+/** Why kmirror cannot manage the destination's ACLs, when describing them failed for a reason that
+ *  means so (no authorizer; no Describe/Alter on the cluster: docs/security.md makes that grant
+ *  optional); any other failure is thrown. */
+function aclsUnmanageable(err: unknown): string {
+  const failure = kafkaFailure(err, 'describe the destination ACLs');
+  if (failure.details.kafkaError === 'SECURITY_DISABLED') return 'the destination has no authorizer';
+  if (failure.code === 'CLUSTER_MIRROR_AUTHORIZATION_FAILED') return 'kmirror may not manage ACLs on the destination';
+  throw failure;
+}
+
 /**
  * Make mirror topics read-only: a DENY WRITE ACL on each topic for every principal that an ALLOW
  * (WRITE or ALL) lets write it, except kmirror's own. Kafka evaluates DENY before ALLOW, so those
@@ -298,10 +309,7 @@ export async function applyReadOnly(destAdmin: Admin, topics: readonly string[],
       permissionType: AclPermissionTypes.ANY,
     });
   } catch (err) {
-    const failure = kafkaFailure(err, 'describe the destination ACLs');
-    if (failure.details.kafkaError === 'SECURITY_DISABLED') return { enforced: false, denied: [], reason: 'the destination has no authorizer' };
-    if (failure.code === 'CLUSTER_MIRROR_AUTHORIZATION_FAILED') return { enforced: false, denied: [], reason: 'kmirror may not manage ACLs on the destination' };
-    throw failure;
+    return { enforced: false, denied: [], reason: aclsUnmanageable(err) };
   }
   const writers = new Set<string>();
   const existingDenies = new Set<string>();
@@ -391,9 +399,7 @@ export async function liftReadOnly(destAdmin: Admin, topics: readonly string[]):
       permissionType: AclPermissionTypes.DENY,
     });
   } catch (err) {
-    const failure = kafkaFailure(err, 'describe the destination ACLs');
-    if (failure.details.kafkaError === 'SECURITY_DISABLED') return { lifted: [], reason: 'the destination has no authorizer' };
-    throw failure;
+    return { lifted: [], reason: aclsUnmanageable(err) };
   }
   const filters = described.resources
     .filter((r) => wanted.has(r.resourceName))

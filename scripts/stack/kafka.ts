@@ -1,6 +1,7 @@
-// Kafka part of the local stack: the source cluster (1..3 KRaft nodes in combined mode, PLAINTEXT)
+// Kafka part of the local stack: the source cluster (1..3 KRaft nodes in combined mode; PLAINTEXT for
+// the anonymous super user, SASL_PLAINTEXT for the least-privileged `mirror` user, StandardAuthorizer)
 // and the destination cluster (1..3 nodes, secured like a real one: SASL_PLAINTEXT/PLAIN on every
-// listener and the StandardAuthorizer; `app` gets an application's grants). A cluster keeps the node
+// listener and the StandardAuthorizer; `app` gets an application's grants, `mirror` none). A cluster keeps the node
 // count it was formatted with until `up --source-nodes/--dest-nodes` re-formats it (its data is
 // discarded). Jars come from Maven Central through Maven.
 import { randomBytes } from 'node:crypto';
@@ -19,7 +20,9 @@ import {
   controllerPort,
   KAFKA_VERSION,
   MAX_NODES,
+  MIRROR_USER,
   projectRoot,
+  sourceSaslPort,
   stackDir,
 } from './topology.ts';
 
@@ -38,6 +41,8 @@ interface Node {
   id: number;
   dir: string;
   brokerPort: number;
+  /** The source's SASL listener (the `mirror` user); unused on the destination, whose one listener is SASL. */
+  saslPort: number;
   controllerPort: number;
 }
 
@@ -47,6 +52,7 @@ function nodesOf(cluster: ClusterName, count: number): Node[] {
     id: i + 1,
     dir: join(kafkaDir, `${cluster}-${i + 1}`),
     brokerPort: brokerPort(cluster, i),
+    saslPort: sourceSaslPort(i),
     controllerPort: controllerPort(cluster, i),
   }));
 }
@@ -184,20 +190,29 @@ function serverProperties(node: Node, all: Node[]): string {
     'num.io.threads=4',
   ];
   if (node.cluster === 'source') {
+    // PLAINTEXT is ANONYMOUS, a super user: what every test, tool and MirrorMaker 2 use. The SASL
+    // listener authenticates `mirror`, which the StandardAuthorizer holds to its ACLs alone.
+    const sourceUsers = { [MIRROR_USER]: ensureStackSecrets().mirrorPassword };
     return [
       ...common,
-      `listeners=PLAINTEXT://127.0.0.1:${node.brokerPort},CONTROLLER://127.0.0.1:${node.controllerPort}`,
-      `advertised.listeners=PLAINTEXT://127.0.0.1:${node.brokerPort}`,
-      'listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT',
+      `listeners=PLAINTEXT://127.0.0.1:${node.brokerPort},SASL_PLAINTEXT://127.0.0.1:${node.saslPort},CONTROLLER://127.0.0.1:${node.controllerPort}`,
+      `advertised.listeners=PLAINTEXT://127.0.0.1:${node.brokerPort},SASL_PLAINTEXT://127.0.0.1:${node.saslPort}`,
+      'listener.security.protocol.map=PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT,CONTROLLER:PLAINTEXT',
       'inter.broker.listener.name=PLAINTEXT',
+      'sasl.enabled.mechanisms=PLAIN',
+      `listener.name.sasl_plaintext.plain.sasl.jaas.config=${jaas(sourceUsers, MIRROR_USER)}`,
+      'authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer',
+      'super.users=User:ANONYMOUS',
+      'allow.everyone.if.no.acl.found=false',
       '',
     ].join('\n');
   }
-  const { destKmirrorPassword, destAppPassword } = ensureStackSecrets();
+  const { destKmirrorPassword, destAppPassword, mirrorPassword } = ensureStackSecrets();
   const users = {
     [BROKER_USER]: ensureSecret(join(secretsDir, 'dest-broker.password')),
     [DEST_SUPER_USER]: destKmirrorPassword,
     [DEST_APP_USER]: destAppPassword,
+    [MIRROR_USER]: mirrorPassword,
   };
   return [
     ...common,
@@ -244,6 +259,14 @@ export function brokerPids(cluster: ClusterName): number[] {
 export function appConnection(nodeCount = formattedNodes('dest') ?? 1): ClusterConnection {
   const { destAppPassword } = ensureStackSecrets();
   return { ...connectionFor('dest', nodeCount), sasl: { mechanism: 'plain', username: DEST_APP_USER, password: destAppPassword } };
+}
+
+/** A local cluster as the least-privileged `mirror` user (the source through its SASL listener):
+ *  it may do only what the ACLs granted to User:mirror allow (none unless a test grants them). */
+export function mirrorUserConnection(cluster: ClusterName, nodeCount = formattedNodes(cluster) ?? 1): ClusterConnection {
+  const sasl = { mechanism: 'plain' as const, username: MIRROR_USER, password: ensureStackSecrets().mirrorPassword };
+  if (cluster === 'dest') return { ...connectionFor('dest', nodeCount), sasl };
+  return { bootstrap: nodesOf('source', nodeCount).map((n) => `127.0.0.1:${n.saslPort}`), securityProtocol: 'SASL_PLAINTEXT', sasl };
 }
 
 /** How kmirror reaches a local cluster (default: every node it was formatted with). */
@@ -347,7 +370,7 @@ export async function startCluster(cluster: ClusterName, nodeCount: number, log:
   const id = clusterId(cluster);
   for (const node of nodes) {
     if (runningPid(pidFile(node)) !== undefined) continue;
-    await requirePortsFree(`kafka ${cluster} node ${node.id}`, [node.brokerPort, node.controllerPort]);
+    await requirePortsFree(`kafka ${cluster} node ${node.id}`, cluster === 'source' ? [node.brokerPort, node.saslPort, node.controllerPort] : [node.brokerPort, node.controllerPort]);
     ensureDir(node.dir);
     const props = join(node.dir, 'server.properties');
     writeFileSync(props, serverProperties(node, nodes), { mode: 0o600 });

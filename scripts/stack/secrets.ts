@@ -11,6 +11,8 @@ export const secretsDir = join(stackDir, 'secrets');
 export const secretFiles = {
   destKmirrorPassword: join(secretsDir, 'dest-kmirror.password'),
   destAppPassword: join(secretsDir, 'dest-app.password'),
+  /** The `mirror` user's, on both clusters. */
+  mirrorPassword: join(secretsDir, 'mirror.password'),
   /** AES-256-GCM key (base64 of 32 random bytes) that encrypts stored cluster credentials. */
   kmirrorSecretKey: join(secretsDir, 'kmirror-secret-key'),
 } as const;
@@ -22,10 +24,11 @@ export function ensureSecret(file: string, bytes = 24): string {
   return readFileSync(file, 'utf8').trim();
 }
 
-export function ensureStackSecrets(): { destKmirrorPassword: string; destAppPassword: string } {
+export function ensureStackSecrets(): { destKmirrorPassword: string; destAppPassword: string; mirrorPassword: string } {
   ensureSecret(secretFiles.kmirrorSecretKey, 32);
   return {
     destKmirrorPassword: ensureSecret(secretFiles.destKmirrorPassword),
     destAppPassword: ensureSecret(secretFiles.destAppPassword),
+    mirrorPassword: ensureSecret(secretFiles.mirrorPassword),
   };
 }

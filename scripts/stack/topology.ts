@@ -19,7 +19,9 @@ export const CONFLUENT_KAFKA_VERSION = '2.16.1';
 
 export const ports = {
   /** Node i (0-based) of a cluster listens on broker + 100*i and controller + 100*i. */
-  source: { broker: 19092, controller: 19093 },
+  /** The source's SASL_PLAINTEXT listener (saslBroker) carries the least-privileged `mirror` user;
+   *  its PLAINTEXT listener (broker) is ANONYMOUS, a super user (tests, tools, MirrorMaker 2). */
+  source: { broker: 19092, controller: 19093, saslBroker: 19094 },
   dest: { broker: 29092, controller: 29093 },
   postgres: 25432,
   temporal: 7233,
@@ -36,6 +38,9 @@ export const MAX_NODES = 3;
 export function brokerPort(cluster: 'source' | 'dest', node: number): number {
   return ports[cluster].broker + 100 * node;
 }
+export function sourceSaslPort(node: number): number {
+  return ports.source.saslBroker + 100 * node;
+}
 export function controllerPort(cluster: 'source' | 'dest', node: number): number {
   return ports[cluster].controller + 100 * node;
 }
@@ -51,6 +56,9 @@ export const DATABASE_NAME = 'kmirror';
 export const DATABASE_USER = 'kmirror';
 export const DEST_SUPER_USER = 'kmirror';
 export const DEST_APP_USER = 'app';
+/** The least-privileged principal on both clusters: it holds exactly the ACLs docs/security.md lists
+ *  (granted by test/security/least-privilege.e2e.test.ts, none by the stack). */
+export const MIRROR_USER = 'mirror';
 export const SEARCH_ATTRIBUTES = ['MirrorName', 'MirrorTopic', 'MirrorOperation'] as const;
 export const TASK_QUEUE = 'kmirror';
 

