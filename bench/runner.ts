@@ -14,7 +14,8 @@
 // throughput = bytes ÷ (all records there − first record arrived). So the start (createMirror,
 // startTopics' checks, topic creation, alignment, ISR wait; the copier's connections and lease) is
 // not counted; the wall time from the start is noted. Both run with the same byte budget and the
-// same number of concurrent copiers (the worker gets KMIRROR_PARTITIONS_PER_COPIER = ⌈P ÷ copiers⌉)
+// same number of concurrent copiers (the worker gets KMIRROR_MIN_COPIES = copiers, its default
+// partitions per copy activity: one alignment of the P partitions, then that many copies of P ÷ copiers)
 // and the copier's default fetch sizes (the product's; bench/throughput.ts uses larger ones).
 // Rounds alternate which goes first (an even number of rounds, so each goes first equally often);
 // each round uses a new source topic. After the runner, every partition's end offset is compared
@@ -159,7 +160,7 @@ try {
     prefix: 'bench_runner',
     source: sourceConnection,
     destination: destConnection,
-    env: { KMIRROR_BUDGET_BYTES: String(copier.budgetBytes), KMIRROR_PARTITIONS_PER_COPIER: String(partitionsPerCopier) },
+    env: { KMIRROR_BUDGET_BYTES: String(copier.budgetBytes), KMIRROR_MIN_COPIES: String(copier.copiers) },
   });
   cp = plane;
   note(`worker pid ${plane.worker.process.pid}, task queue ${plane.taskQueue}`);

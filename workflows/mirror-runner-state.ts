@@ -129,8 +129,11 @@ export class MirrorRunnerState {
   }
 
   /** New tasks for the partitions that want one and have none: copies for MIRRORING, truncations
-   *  for LOG_TRUNCATION, each of at most settings.partitionsPerCopier partitions. */
-  tasksToStart(): Task[] {
+   *  for LOG_TRUNCATION, each of at most settings.partitionsPerCopier partitions. Copies are spread
+   *  so that at least settings.minCopies run in all (`spreadOverRunning`; false: every new group of
+   *  partitions is spread over minCopies by itself, as runners before that patch did, so a mirror
+   *  whose partitions became MIRRORING in several waves ran minCopies more copies per wave). */
+  tasksToStart(spreadOverRunning = true): Task[] {
     const out: Task[] = [];
     for (const kind of ['truncate', 'copy'] as const) {
       const free = [...this.entries.values()]
@@ -138,7 +141,8 @@ export class MirrorRunnerState {
         .sort((a, b) => (a.topic < b.topic ? -1 : a.topic > b.topic ? 1 : a.partition - b.partition));
       // Copies are spread over at least minCopies activities (one copier alternates fetching and
       // producing; two overlap them); alignments run once each, so they only respect the maximum.
-      const spread = kind === 'copy' ? Math.max(1, this.settings.minCopies) : 1;
+      const running = spreadOverRunning ? [...this.tasks.values()].filter((t) => t.kind === 'copy' && !t.stopping).length : 0;
+      const spread = kind === 'copy' ? Math.max(1, this.settings.minCopies - running) : 1;
       const size = Math.max(1, Math.min(this.settings.partitionsPerCopier, Math.ceil(free.length / spread)));
       for (let i = 0; i < free.length; i += size) {
         const members = free.slice(i, i + size);

@@ -20,6 +20,7 @@ import {
   continueAsNew,
   log,
   ParentClosePolicy,
+  patched,
   setHandler,
   startChild,
   workflowInfo,
@@ -316,7 +317,7 @@ export async function mirrorRunner(input: MirrorRunnerInput): Promise<MirrorRunn
       }
     }
     for (const id of state.tasksToStop()) scopes.get(id)?.cancel();
-    for (const task of state.tasksToStart()) launch(task);
+    for (const task of state.tasksToStart(patched('copies-spread-over-running'))) launch(task);
 
     const info = workflowInfo();
     if ((info.continueAsNewSuggested || info.historyLength > settings.historyLimit) && state.runningTasks('truncate') === 0 && allHandlersFinished()) {

@@ -32,6 +32,26 @@ describe('MirrorRunnerState', () => {
     expect(s.copying()).toBe(5);
   });
 
+  it('spreads copies so that minCopies run in all: a second wave of MIRRORING partitions joins one new copy, not minCopies more', () => {
+    const s = new MirrorRunnerState('m', { ...settings, partitionsPerCopier: 6 });
+    s.apply([view('a', Array.from({ length: 6 }, () => 'MIRRORING')), view('b', Array.from({ length: 6 }, () => 'LOG_TRUNCATION'))], 0);
+    const first = s.tasksToStart();
+    expect(first.map((t) => [t.kind, t.keys.length])).toEqual([
+      ['truncate', 6],
+      ['copy', 3],
+      ['copy', 3],
+    ]);
+    s.taskEnded(first[0]!.id, []);
+    s.apply([view('b', Array.from({ length: 6 }, () => 'MIRRORING'))], 0);
+    expect(s.tasksToStart().map((t) => [t.kind, t.keys.length])).toEqual([['copy', 6]]);
+    // A runner replaying a history from before the patch spreads every wave over minCopies.
+    const old = new MirrorRunnerState('m', { ...settings, partitionsPerCopier: 6 });
+    old.apply([view('a', Array.from({ length: 6 }, () => 'MIRRORING'))], 0);
+    old.tasksToStart(false);
+    old.apply([view('b', Array.from({ length: 6 }, () => 'MIRRORING'))], 0);
+    expect(old.tasksToStart(false).map((t) => t.keys.length)).toEqual([3, 3]);
+  });
+
   it('stops a copy holding a partition that left MIRRORING, never a truncation; freed partitions get a new task', () => {
     const s = new MirrorRunnerState('m', oneCopy);
     s.apply([view('a', ['MIRRORING', 'MIRRORING']), view('c', ['LOG_TRUNCATION'])], 0);
