@@ -16,14 +16,15 @@
 //  5. once every record is on the destination: the lag of every destination batch after the
 //     warm-up (append time on the destination − source producer's timestamp of its first record,
 //     batchLags — so the producer's linger and the source append are in it, for both tools alike;
-//     the producer's own produce → acknowledged latency is reported beside it), weighted by records; CPU seconds of the tool's process and of the destination
-//     broker per GiB over steps 4–5 (from /proc).
+//     the producer's own produce → acknowledged latency is reported beside it), weighted by records; CPU seconds of the tool's process, of the destination
+//     broker and of the source broker (which also takes the producer's writes) per GiB over steps 4–5 (from /proc).
 //
 //   npm run bench -- partitions [--topics 200] [--partitions-per-topic 10] [--mib-per-s 20]
 //        [--seconds 60] [--record-bytes 1024] [--linger-ms 50] [--rounds 2] [--mm2-tasks 2] [--kmirror-copiers 2]
+//        [--tools kmirror,mm2]   (also kmirror-sessionless: the copier without fetch sessions)
 //
 // Prints RESULT lines per tool (`<tool>_lag_p50`, `_p99`, `_max`, `_cpu_per_gib`,
-// `_with_broker_cpu_per_gib`, medians over rounds) and last RESULT kmirror_lag_p99=<ms>.
+// `_with_broker_cpu_per_gib`, `_source_broker_cpu_per_gib`, medians over rounds) and last RESULT kmirror_lag_p99=<ms>.
 import { spawn } from 'node:child_process';
 import { cpus, totalmem } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -66,6 +67,7 @@ const { values } = parseArgs({
     rounds: { type: 'string', default: '2' },
     'mm2-tasks': { type: 'string', default: '2' },
     'kmirror-copiers': { type: 'string', default: '2' },
+    tools: { type: 'string', default: 'kmirror,mm2' },
   },
 });
 const topicCount = Number(values.topics);
@@ -90,7 +92,13 @@ await migrateStackDatabase();
 const python = ensureConfluentKafka((line) => note(line));
 const run = `bench.partitions-${Date.now().toString(36)}`;
 
-type Tool = 'kmirror' | 'mm2';
+/** kmirror-sessionless: the copier with fetchSessions off (every fetch names every partition). */
+const TOOLS = ['kmirror', 'kmirror-sessionless', 'mm2'] as const;
+type Tool = (typeof TOOLS)[number];
+const tools = values.tools.split(',').map((t) => {
+  if (!(TOOLS as readonly string[]).includes(t)) throw new Error(`--tools: unknown tool '${t}' (one of ${TOOLS.join(', ')})`);
+  return t as Tool;
+});
 
 /** steady-producer.py with `seconds` (0: one record per partition); resolves with its summary. */
 interface Produced {
@@ -147,6 +155,8 @@ interface Measured {
   readonly sourceP99: number;
   readonly toolCpuPerGiB: number;
   readonly brokerCpuPerGiB: number;
+  /** The source broker's: the producer's writes (the same for both tools) plus the tool's fetches. */
+  readonly sourceBrokerCpuPerGiB: number;
 }
 
 async function measure(tool: Tool, r: number): Promise<Measured> {
@@ -158,8 +168,8 @@ async function measure(tool: Tool, r: number): Promise<Measured> {
   let pid: number;
   let stop: () => Promise<void>;
   let failed: () => string | undefined = () => undefined;
-  if (tool === 'kmirror') {
-    const child = startCopier(topics, partitions, false, kmirror);
+  if (tool !== 'mm2') {
+    const child = startCopier(topics, partitions, false, tool === 'kmirror' ? kmirror : { ...kmirror, options: { fetchSessions: false } });
     await child.started;
     pid = child.pid;
     stop = () => finishCopier(child, { terminate: true, budgetBytes: kmirror.budgetBytes });
@@ -182,7 +192,12 @@ async function measure(tool: Tool, r: number): Promise<Measured> {
     await awaitDestination(topics, BigInt(totalPartitions), 300_000, failed);
     note(`${tool} round ${r + 1}: ${topicCount} topics × ${partitionCount} partitions; warm-up record in every partition mirrored ${Date.now() - warmStart} ms after it was written`);
     const [broker] = brokerPids('dest');
-    const cpu = () => ({ tool: cpuSeconds(pid), broker: broker === undefined ? Number.NaN : cpuSeconds(broker) });
+    const [sourceBroker] = brokerPids('source');
+    const cpu = () => ({
+      tool: cpuSeconds(pid),
+      broker: broker === undefined ? Number.NaN : cpuSeconds(broker),
+      sourceBroker: sourceBroker === undefined ? Number.NaN : cpuSeconds(sourceBroker),
+    });
     const before = cpu();
     const steady = await produce(topics, seconds);
     await awaitDestination(topics, BigInt(totalPartitions + steadyRecords), 300_000, failed);
@@ -197,11 +212,12 @@ async function measure(tool: Tool, r: number): Promise<Measured> {
       sourceP99: steady.latencyP99Ms,
       toolCpuPerGiB: round2((after.tool - before.tool) / gib),
       brokerCpuPerGiB: round2((after.broker - before.broker) / gib),
+      sourceBrokerCpuPerGiB: round2((after.sourceBroker - before.sourceBroker) / gib),
     };
     note(
       `${tool} round ${r + 1}: source wrote ${steady.records} records at ${steady.mibPerSec} MiB/s (produce → acknowledged p50 ${steady.latencyP50Ms} ms, p99 ${steady.latencyP99Ms} ms); ${lags.length} destination batches ` +
         `(${round1(steadyRecords / lags.length)} records each); lag p50 ${measured.p50} ms, p99 ${measured.p99} ms, max ${measured.max} ms; ` +
-        `CPU ${measured.toolCpuPerGiB} s/GiB (destination broker ${measured.brokerCpuPerGiB} s/GiB)`,
+        `CPU ${measured.toolCpuPerGiB} s/GiB (destination broker ${measured.brokerCpuPerGiB} s/GiB, source broker ${measured.sourceBrokerCpuPerGiB} s/GiB)`,
     );
     return measured;
   } finally {
@@ -215,7 +231,6 @@ async function measure(tool: Tool, r: number): Promise<Measured> {
 try {
   note(`machine: ${cpus().length} cores (${cpus()[0]?.model ?? '?'}), ${Math.round(totalmem() / 2 ** 30)} GiB; Node ${process.version}; Kafka ${KAFKA_VERSION}`);
   note(`load: ${topicCount} topics × ${partitionCount} partitions = ${totalPartitions}, ${values['mib-per-s']} MiB/s of ${recordBytes}-byte records (${recordsPerSec}/s) for ${seconds} s, producer linger ${values['linger-ms']} ms; ${rounds} rounds; MirrorMaker tasks.max ${mm2Tasks}`);
-  const tools: Tool[] = ['kmirror', 'mm2'];
   const runs = new Map<Tool, Measured[]>(tools.map((t) => [t, []]));
   for (let r = 0; r < rounds; r++) {
     for (const tool of r % 2 === 0 ? tools : [...tools].reverse()) runs.get(tool)!.push(await measure(tool, r));
@@ -229,8 +244,9 @@ try {
     result(`${tool}_lag_max`, Math.max(...m.map((x) => x.max)), 'ms');
     result(`${tool}_cpu_per_gib`, round2(median(m.map((x) => x.toolCpuPerGiB))), 'CPU-s/GiB');
     result(`${tool}_with_broker_cpu_per_gib`, round2(median(m.map((x) => x.toolCpuPerGiB + x.brokerCpuPerGiB))), 'CPU-s/GiB');
+    result(`${tool}_source_broker_cpu_per_gib`, round2(median(m.map((x) => x.sourceBrokerCpuPerGiB))), 'CPU-s/GiB');
   }
-  result('kmirror_lag_p99', median(runs.get('kmirror')!.map((x) => x.p99)), 'ms');
+  if (runs.has('kmirror')) result('kmirror_lag_p99', median(runs.get('kmirror')!.map((x) => x.p99)), 'ms');
 } finally {
   await clusters.close();
 }

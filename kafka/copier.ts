@@ -43,12 +43,17 @@
 //     fetch is already out, from where the round's batches end; it is used only if every partition
 //     ends the round exactly there, and its bytes come from the same budget (contract 6). Measured: 1.50 → 1.91× tuned MirrorMaker 2
 //     with 256 KiB source batches, 2.20 → 2.54× with 16 KiB ones (docs/benchmarks.md).
+// 11. Fetch sessions. Each source leader is fetched in an incremental fetch session (KIP-227,
+//     protocol.ts FetchSession): a fetch names only the partitions whose position moved, and the
+//     answer holds only partitions with something new, so thousands of idle partitions cost the
+//     source broker nothing per fetch. A partition the answer leaves out is unchanged; a session
+//     the broker lost is reopened with a full fetch.
 import { setTimeout as sleep } from 'node:timers/promises';
 import pRetry from 'p-retry';
 import { KmirrorError, isKmirrorError } from '../domain/errors.ts';
 import type { ByteBudget } from './budget.ts';
 import type { PartitionLease } from './lease.ts';
-import { AbortedTransactions, IsolationLevel, KafkaAnswerError, type FetchedPartition, type ProducedPartition, type RawCluster } from './protocol.ts';
+import { AbortedTransactions, FetchSession, IsolationLevel, KafkaAnswerError, partitionKey, type FetchedPartition, type ProducedPartition, type RawCluster } from './protocol.ts';
 import { GapFiller } from './gap-filler.ts';
 import { invisibleChecksum, recordChecksum } from './verify.ts';
 import { decodeRecords, encodeBatch, isContiguous, isMergeable, mergedBatch, nextSequence, restampBatch, type DecodedRecord, type InPlaceBatch, type RawBatch, type RecordToEncode } from './wire.ts';
@@ -70,6 +75,9 @@ export interface CopyOptions {
   readonly mergeBatchBytes: number;
   /** Give up (CLUSTER_UNREACHABLE) after this long without one successful round. */
   readonly unreachableAfterMs: number;
+  /** Incremental fetch sessions with the source leaders (contract 11); false: every fetch names
+   *  every partition (the benchmark's A/B). */
+  readonly fetchSessions: boolean;
 }
 
 export const defaultCopyOptions: CopyOptions = Object.freeze({
@@ -81,6 +89,7 @@ export const defaultCopyOptions: CopyOptions = Object.freeze({
   fillerBatchRecords: 50_000,
   mergeBatchBytes: 512 * 1024,
   unreachableAfterMs: 60_000,
+  fetchSessions: true,
 });
 
 /** Header key of the last alignment filler (contract 2); its value is the offset aligned to. */
@@ -162,6 +171,10 @@ export interface CopyStats {
    *  their round ended elsewhere (a failure, a resync, a partition caught up or moved). */
   prefetchesUsed: number;
   prefetchesDropped: number;
+  /** Fetches that named only the partitions whose position changed (contract 11), and fetch
+   *  sessions the source broker lost (evicted, or an epoch it did not expect) and that were reopened. */
+  incrementalFetches: number;
+  fetchSessionResets: number;
 }
 
 /** A copy's counts before it has done anything. */
@@ -184,6 +197,8 @@ export function emptyCopyStats(): CopyStats {
     mergingStopped: 0,
     prefetchesUsed: 0,
     prefetchesDropped: 0,
+    incrementalFetches: 0,
+    fetchSessionResets: 0,
   };
 }
 
@@ -343,7 +358,7 @@ const GAP_CONCURRENCY = 32;
 /** Partitions aligned at once (each round holds one filler batch per partition in memory). */
 const ALIGN_SLICE = 32;
 
-export const partitionKey = (topic: string, partition: number): string => `${topic}\u0000${partition}`;
+export { partitionKey };
 
 /** Copy until aborted (or, with untilCaughtUp, until every partition has caught up). */
 export async function copy(request: CopyRequest): Promise<CopyResult> {
@@ -390,6 +405,8 @@ class Copier {
   private rotation = 0;
   /** Per source leader, the fetch issued while its previous round was producing (pipelining). */
   private readonly prefetches = new Map<number, Prefetch>();
+  /** One incremental fetch session per source leader (contract 11). */
+  private readonly fetchSessions = new Map<number, FetchSession>();
 
   constructor(private readonly req: CopyRequest) {
     this.options = { ...defaultCopyOptions, ...req.options };
@@ -779,13 +796,18 @@ class Copier {
     const reserve = Math.min(this.options.fetchMaxBytes, positions.length * this.options.partitionMaxBytes);
     await budget.acquire(reserve, this.stop.signal);
     try {
+      let session = this.fetchSessions.get(leader);
+      if (session === undefined && this.options.fetchSessions) this.fetchSessions.set(leader, (session = new FetchSession()));
       const partitions = await source.fetch({
         leader,
         partitions: positions.map(({ state, offset }) => ({ topic: state.topic, partition: state.partition, fetchOffset: offset, maxBytes: this.options.partitionMaxBytes })),
         maxWaitMs: this.options.fetchMaxWaitMs,
         maxBytes: this.options.fetchMaxBytes,
         isolationLevel: IsolationLevel.READ_COMMITTED,
+        ...(session ? { session } : {}),
       });
+      this.stats.incrementalFetches = [...this.fetchSessions.values()].reduce((n, x) => n + x.stats.incremental, 0);
+      this.stats.fetchSessionResets = [...this.fetchSessions.values()].reduce((n, x) => n + x.stats.resets, 0);
       const actual = partitions.reduce((n, p) => n + p.bytes, 0);
       if (actual > reserve) budget.force(actual - reserve);
       else budget.release(reserve - actual);
@@ -827,15 +849,20 @@ class Copier {
     const { budget } = this.req;
     const { partitions: fetched, held } = await (this.takePrefetch(leader, states) ?? this.fetchFrom(leader, states.map((state) => ({ state, offset: state.next }))));
     try {
+      // A partition the answer leaves out has nothing new (an incremental fetch session, contract 11).
       const byKey = new Map(states.map((s) => [s.key, s]));
       const plans: { state: PartitionState; plan: PartitionPlan }[] = [];
       const refetch = new Set<string>();
+      let failed = 0;
       for (const p of fetched) {
         const state = byKey.get(partitionKey(p.topic, p.partition));
         if (!state) continue;
         if (p.error) {
           if (p.error.type === 'OFFSET_OUT_OF_RANGE' || p.error.retriable) refetch.add(state.key);
-          else this.fail(state, new KafkaAnswerError(`fetch ${p.topic}-${p.partition} failed: ${p.error.type}`, p.error));
+          else {
+            this.fail(state, new KafkaAnswerError(`fetch ${p.topic}-${p.partition} failed: ${p.error.type}`, p.error));
+            failed++;
+          }
           continue;
         }
         state.sourceEnd = p.lastStableOffset;
@@ -851,8 +878,9 @@ class Copier {
       // only double the fetches the source broker answers — each naming every partition (measured
       // on 2,000 partitions at 5 MiB/s: the source's own produce latency p50 0.6 → 29 s).
       const backlog = held >= Math.min(this.options.fetchMaxBytes, states.length * this.options.partitionMaxBytes) / 4;
-      if (backlog && refetch.size === 0 && plans.length === states.length && !this.stop.signal.aborted) {
-        const positions = plans.map(({ state, plan }) => ({ state, offset: plan.end }));
+      if (backlog && refetch.size === 0 && failed === 0 && !this.stop.signal.aborted) {
+        const ends = new Map(plans.map(({ state, plan }) => [state.key, plan.end]));
+        const positions = states.map((state) => ({ state, offset: ends.get(state.key) ?? state.next }));
         const prefetched = this.fetchFrom(leader, positions);
         prefetched.catch(() => undefined); // its error surfaces when the next round takes it
         this.prefetches.set(leader, { signature: positionsSignature(positions), fetched: prefetched });
@@ -871,8 +899,10 @@ class Copier {
         });
         await this.fillGaps(gaps);
       }
-      for (const { state } of plans) {
-        if (state.status === 'copying' && this.req.untilCaughtUp && state.next >= state.sourceEnd) state.status = 'caught-up';
+      // Every partition of the fetch, not only those in the answer: one a fetch session leaves out
+      // has nothing new, and may have reached the source's end in an earlier round.
+      for (const state of states) {
+        if (state.status === 'copying' && !refetch.has(state.key) && this.req.untilCaughtUp && state.next >= state.sourceEnd) state.status = 'caught-up';
       }
       if (refetch.size > 0) throw new Resync(`source moved for ${refetch.size} partition(s) (leader change or log start beyond our offset)`, refetch);
     } finally {

@@ -4,9 +4,10 @@
 // request framing, correlation) and speaks two requests itself, carrying record batches as raw
 // bytes:
 //
-//   Fetch v11 (request)  replica_id=-1 max_wait min_bytes max_bytes isolation session_id=0
-//                        session_epoch=-1 [topic [partition current_leader_epoch=-1 fetch_offset
-//                        log_start_offset=-1 partition_max_bytes]] [forgotten=[]] rack_id=""
+//   Fetch v11 (request)  replica_id=-1 max_wait min_bytes max_bytes isolation session_id
+//                        session_epoch [topic [partition current_leader_epoch=-1 fetch_offset
+//                        log_start_offset=-1 partition_max_bytes]] [forgotten: topic [partition]]
+//                        rack_id=""   (session_id=0 epoch=-1 without a FetchSession: KIP-227)
 //            (response) throttle error session [topic [partition error hw lso log_start
 //                        [aborted: producer_id first_offset] preferred_replica records]]
 //   Produce v8 (request) transactional_id acks timeout [topic [partition records]]
@@ -282,12 +283,93 @@ function byTopic<T extends { readonly topic: string }>(items: readonly T[]): Map
   return out;
 }
 
+// --- incremental fetch sessions (KIP-227) --------------------------------------------------
+const FETCH_SESSION_ID_NOT_FOUND = 70;
+const INVALID_FETCH_SESSION_EPOCH = 71;
+/** A partition as one string (map keys across kmirror). */
+export const partitionKey = (topic: string, partition: number): string => `${topic}\u0000${partition}`;
+const keyOf = (p: { readonly topic: string; readonly partition: number }): string => partitionKey(p.topic, p.partition);
+
+/** What one fetch request carries: the partitions to (re)state, those to drop from the session. */
+export interface FetchSessionRequest {
+  readonly sessionId: number;
+  readonly epoch: number;
+  readonly partitions: readonly FetchPartitionRequest[];
+  readonly forgotten: readonly { readonly topic: string; readonly partition: number }[];
+}
+
+/**
+ * One fetcher's incremental fetch session with one broker (KIP-227). The broker keeps the session's
+ * partitions and their fetch positions, so a request names only the partitions whose position
+ * changed since the last request (and those to forget), and a response holds only partitions with
+ * records, an error, or a changed high watermark / LSO / log start: a partition left out of a
+ * response has nothing new. At thousands of mostly idle partitions that spares the source broker
+ * (and the fetcher) a pass over every partition per fetch.
+ *
+ * Contract: the partitions of `request()` are every partition the fetcher wants — any other the
+ * session holds is forgotten; requests run one at a time (`serial`: the epochs are a sequence);
+ * `answered` after a response without a top-level error, `reset` after anything else (the broker
+ * may or may not have taken the request: the next request is a full one that opens a new session).
+ */
+export class FetchSession {
+  private id = 0;
+  /** 0: the next request is a full one asking for a new session; 1…: incremental ones in it. */
+  private epoch = 0;
+  /** The session's partitions as the broker holds them: what was last sent for each. */
+  private readonly held = new Map<string, FetchPartitionRequest>();
+  private tail: Promise<unknown> = Promise.resolve();
+  readonly stats = { full: 0, incremental: 0, resets: 0 };
+
+  /** Run `fn` after every request of this session that is still in flight. */
+  serial<T>(fn: () => Promise<T>): Promise<T> {
+    const run = this.tail.then(fn, fn);
+    this.tail = run.catch(() => undefined);
+    return run;
+  }
+
+  request(partitions: readonly FetchPartitionRequest[]): FetchSessionRequest {
+    if (this.epoch === 0) return { sessionId: 0, epoch: 0, partitions, forgotten: [] };
+    const wanted = new Set(partitions.map(keyOf));
+    const changed = partitions.filter((p) => {
+      const held = this.held.get(keyOf(p));
+      return held === undefined || held.fetchOffset !== p.fetchOffset || held.maxBytes !== p.maxBytes;
+    });
+    const forgotten = [...this.held.values()].filter((p) => !wanted.has(keyOf(p))).map(({ topic, partition }) => ({ topic, partition }));
+    return { sessionId: this.id, epoch: this.epoch, partitions: changed, forgotten };
+  }
+
+  /** The broker answered `sent` (no top-level error) with session id `sessionId`. */
+  answered(sent: FetchSessionRequest, sessionId: number): void {
+    if (sent.epoch === 0) {
+      this.stats.full++;
+      this.held.clear();
+      // Session id 0: the broker made none (its session cache is full): full requests go on.
+      if (sessionId === 0) return;
+      this.id = sessionId;
+      this.epoch = 1;
+    } else {
+      this.stats.incremental++;
+      for (const p of sent.forgotten) this.held.delete(keyOf(p));
+      this.epoch = this.epoch === 0x7fffffff ? 1 : this.epoch + 1;
+    }
+    for (const p of sent.partitions) this.held.set(keyOf(p), p);
+  }
+
+  reset(): void {
+    if (this.epoch !== 0) this.stats.resets++;
+    this.id = 0;
+    this.epoch = 0;
+    this.held.clear();
+  }
+}
+
 function encodeFetch(req: {
   partitions: readonly FetchPartitionRequest[];
   maxWaitMs: number;
   minBytes: number;
   maxBytes: number;
   isolationLevel: number;
+  session?: FetchSessionRequest;
 }): Buffer {
   const w = new Writer()
     .int32(-1)
@@ -295,22 +377,28 @@ function encodeFetch(req: {
     .int32(req.minBytes)
     .int32(req.maxBytes)
     .int8(req.isolationLevel)
-    .int32(0)
-    .int32(-1);
+    .int32(req.session?.sessionId ?? 0)
+    .int32(req.session?.epoch ?? -1);
   const topics = byTopic(req.partitions);
   w.int32(topics.size);
   for (const [topic, partitions] of topics) {
     w.string(topic).int32(partitions.length);
     for (const p of partitions) w.int32(p.partition).int32(-1).int64(p.fetchOffset).int64(-1n).int32(p.maxBytes);
   }
-  return w.int32(0).string('').done();
+  const forgotten = byTopic(req.session?.forgotten ?? []);
+  w.int32(forgotten.size);
+  for (const [topic, partitions] of forgotten) {
+    w.string(topic).int32(partitions.length);
+    for (const p of partitions) w.int32(p.partition);
+  }
+  return w.string('').done();
 }
 
-function decodeFetch(payload: Buffer): { errorCode: number; partitions: FetchedPartition[] } {
+function decodeFetch(payload: Buffer): { errorCode: number; sessionId: number; partitions: FetchedPartition[] } {
   const r = new Reader(payload);
   r.int32(); // throttle
   const errorCode = r.int16();
-  r.int32(); // session id
+  const sessionId = r.int32();
   const partitions: FetchedPartition[] = [];
   r.array(() => {
     const topic = r.string() ?? '';
@@ -337,7 +425,7 @@ function decodeFetch(payload: Buffer): { errorCode: number; partitions: FetchedP
       });
     });
   });
-  return { errorCode, partitions };
+  return { errorCode, sessionId, partitions };
 }
 
 /**
@@ -514,7 +602,9 @@ export class RawCluster {
     }
   }
 
-  /** Fetch from one leader, any topics. The partitions must all be led by `leader`. */
+  /** Fetch from one leader, any topics. The partitions must all be led by `leader`. With a
+   *  `session` (of this leader), `partitions` are all the fetcher wants and the answer holds only
+   *  those with something new (FetchSession); a session the broker lost is reopened once. */
   async fetch(req: {
     leader: number;
     partitions: readonly FetchPartitionRequest[];
@@ -522,17 +612,54 @@ export class RawCluster {
     minBytes?: number;
     maxBytes: number;
     isolationLevel: number;
+    session?: FetchSession;
   }): Promise<FetchedPartition[]> {
     const broker = await this.broker(req.leader);
-    const payload = encodeFetch({ ...req, minBytes: req.minBytes ?? 1 });
-    const result = (await broker.connectionPool.send({
-      request: { apiKey: API_FETCH, apiVersion: 11, apiName: 'Fetch', encode: async () => body(payload) },
-      response: { decode: async (b: Buffer) => decodeFetch(b), parse: async (d: unknown) => d },
-      requestTimeout: req.maxWaitMs + 30_000,
-    })) as { errorCode: number; partitions: FetchedPartition[] };
-    const topLevel = kafkaError(result.errorCode);
-    if (topLevel) throw new KmirrorError('CLUSTER_UNREACHABLE', `fetch from broker ${req.leader} failed: ${topLevel.type}`, { kafkaError: topLevel.type });
-    return result.partitions;
+    const send = async (session?: FetchSessionRequest) => {
+      const payload = encodeFetch({
+        partitions: session?.partitions ?? req.partitions,
+        maxWaitMs: req.maxWaitMs,
+        minBytes: req.minBytes ?? 1,
+        maxBytes: req.maxBytes,
+        isolationLevel: req.isolationLevel,
+        ...(session ? { session } : {}),
+      });
+      return (await broker.connectionPool.send({
+        request: { apiKey: API_FETCH, apiVersion: 11, apiName: 'Fetch', encode: async () => body(payload) },
+        response: { decode: async (b: Buffer) => decodeFetch(b), parse: async (d: unknown) => d },
+        requestTimeout: req.maxWaitMs + 30_000,
+      })) as { errorCode: number; sessionId: number; partitions: FetchedPartition[] };
+    };
+    const failed = (errorCode: number): KmirrorError => {
+      const topLevel = kafkaError(errorCode)!;
+      return new KmirrorError('CLUSTER_UNREACHABLE', `fetch from broker ${req.leader} failed: ${topLevel.type}`, { kafkaError: topLevel.type });
+    };
+    const session = req.session;
+    if (session === undefined) {
+      const result = await send();
+      if (result.errorCode !== 0) throw failed(result.errorCode);
+      return result.partitions;
+    }
+    return session.serial(async () => {
+      for (let attempt = 0; ; attempt++) {
+        const sent = session.request(req.partitions);
+        let result;
+        try {
+          result = await send(sent);
+        } catch (err) {
+          session.reset();
+          throw err;
+        }
+        if (result.errorCode === 0) {
+          session.answered(sent, result.sessionId);
+          return result.partitions;
+        }
+        session.reset();
+        // The broker evicted the session (its cache is bounded) or lost track of its epoch: open a new one.
+        const lost = result.errorCode === FETCH_SESSION_ID_NOT_FOUND || result.errorCode === INVALID_FETCH_SESSION_EPOCH;
+        if (!lost || attempt > 0) throw failed(result.errorCode);
+      }
+    });
   }
 
   /** Produce one batch per partition to one leader, any topics; returns the broker-assigned base

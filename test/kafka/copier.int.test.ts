@@ -1,9 +1,10 @@
 // The copier's invariants (kafka/copier.ts header, DESIGN §5) on the stack's real brokers.
+import { setTimeout as sleep } from 'node:timers/promises';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { CompressionTypes } from 'kafkajs';
 import { sql } from 'kysely';
 import { ByteBudget } from '../../kafka/budget.ts';
-import { IsolationLevel } from '../../kafka/protocol.ts';
+import { FetchSession, IsolationLevel } from '../../kafka/protocol.ts';
 import { ALIGNMENT_HEADER, copy, type MirroredPosition } from '../../kafka/copier.ts';
 import { recordChecksum } from '../../kafka/verify.ts';
 import { decodeRecords, encodeBatch } from '../../kafka/wire.ts';
@@ -60,6 +61,59 @@ describe('offsets and fidelity', () => {
     const verified = await f.verifyAll(topic, all(2));
     for (const v of verified) expect(v).toMatchObject({ equal: true });
     expect(verified.reduce((n, v) => n + v.recordsCompared, 0)).toBe(4_000);
+  });
+
+  it('fetches in incremental fetch sessions (contract 11): a trickle into 2 of 12 partitions, the copy stays exact', async () => {
+    const topic = await f.topicPair({ partitions: 12 });
+    const producer = await f.producer();
+    await sendAll(producer, topic, messages(1_200, 12));
+    const stop = new AbortController();
+    const copying = f.copy({ topic, partitions: all(12), untilCaughtUp: false, signal: stop.signal });
+    for (let i = 0; i < 20; i++) {
+      await producer.send({ topic, messages: [{ partition: i % 2, key: `k${i}`, value: `trickle-${i}` }] });
+      await sleep(50);
+    }
+    const sourceEnds = await f.source.listOffsets(topic, all(12), 'latest');
+    await expect.poll(() => f.dest.listOffsets(topic, all(12), 'latest'), { timeout: 20_000 }).toEqual(sourceEnds);
+    stop.abort();
+    const result = await copying;
+    expect(result.stats.incrementalFetches).toBeGreaterThan(10);
+    expect(result.stats.fetchSessionResets).toBe(0);
+    const verified = await f.verifyAll(topic, all(12));
+    for (const v of verified) expect(v).toMatchObject({ equal: true });
+    expect(verified.reduce((n, v) => n + v.recordsCompared, 0)).toBe(1_220);
+  });
+
+  it('a fetch session answers only what is new, and one the broker lost is reopened with a full fetch', async () => {
+    const topic = await f.topicPair({ partitions: 2 });
+    const producer = await f.producer();
+    await sendAll(producer, topic, messages(100, 2));
+    const leader = await f.source.leaderOf(topic, 0);
+    const session = new FetchSession();
+    const fetch = (offsets: [bigint, bigint]) =>
+      f.source.fetch({
+        leader,
+        partitions: offsets.map((fetchOffset, partition) => ({ topic, partition, fetchOffset, maxBytes: 1 << 20 })),
+        maxWaitMs: 50,
+        maxBytes: 1 << 20,
+        isolationLevel: IsolationLevel.READ_COMMITTED,
+        session,
+      });
+    // Full: both partitions, with their records.
+    expect((await fetch([0n, 0n])).map((p) => [p.partition, p.highWatermark])).toEqual([
+      [0, 50n],
+      [1, 50n],
+    ]);
+    // Incremental, both at their end: nothing new, so nothing in the answer.
+    expect(await fetch([50n, 50n])).toEqual([]);
+    // A record into partition 1: only partition 1 comes back.
+    await producer.send({ topic, messages: [{ partition: 1, key: 'k', value: 'new' }] });
+    expect((await fetch([50n, 50n])).map((p) => [p.partition, p.highWatermark, p.batches.length])).toEqual([[1, 51n, 1]]);
+    expect(session.stats).toEqual({ full: 1, incremental: 2, resets: 0 });
+    // The broker loses track of the session (as after an eviction): an epoch it does not expect.
+    (session as unknown as { epoch: number }).epoch += 5;
+    expect((await fetch([50n, 51n])).map((p) => p.partition)).toEqual([0, 1]);
+    expect(session.stats).toEqual({ full: 2, incremental: 2, resets: 1 });
   });
 
   it('a destination that refuses merged batches as too large gets the source batches one by one', async () => {

@@ -4,7 +4,7 @@
 import { createRequire } from 'node:module';
 import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { body, FRAME_ROOM } from '../../kafka/protocol.ts';
+import { body, FetchSession, FRAME_ROOM, type FetchPartitionRequest } from '../../kafka/protocol.ts';
 
 const require = createRequire(import.meta.url);
 const frame = require('kafkajs/src/protocol/request') as (req: { correlationId: number; clientId: string; request: { apiKey: number; apiVersion: number; encode: () => Promise<unknown> } }) => Promise<{ buffer: Buffer; size(): number }>;
@@ -61,5 +61,56 @@ describe('request framing', () => {
     for (const c of chunks) e.writeBytes(c);
     const want = Buffer.concat(chunks.flatMap((c) => [Buffer.from([(c.length >>> 24) & 255, (c.length >>> 16) & 255, (c.length >>> 8) & 255, c.length & 255]), c]));
     expect(e.buffer.equals(want)).toBe(true);
+  });
+});
+
+describe('FetchSession (KIP-227): what each fetch names', () => {
+  const at = (partition: number, fetchOffset: bigint, topic = 't'): FetchPartitionRequest => ({ topic, partition, fetchOffset, maxBytes: 1024 });
+
+  it('opens with a full request, then names only moved partitions and forgets the ones no longer wanted', () => {
+    const s = new FetchSession();
+    const all = [at(0, 10n), at(1, 20n), at(2, 30n)];
+    const first = s.request(all);
+    expect(first).toEqual({ sessionId: 0, epoch: 0, partitions: all, forgotten: [] });
+    s.answered(first, 42);
+    expect(s.request(all)).toEqual({ sessionId: 42, epoch: 1, partitions: [], forgotten: [] });
+    const moved = s.request([at(0, 15n), at(1, 20n)]);
+    expect(moved).toEqual({ sessionId: 42, epoch: 1, partitions: [at(0, 15n)], forgotten: [{ topic: 't', partition: 2 }] });
+    s.answered(moved, 42);
+    // The broker now holds 0@15 and 1@20; 2 is gone, so wanting it again restates it.
+    expect(s.request([at(0, 15n), at(1, 20n), at(2, 30n)])).toEqual({ sessionId: 42, epoch: 2, partitions: [at(2, 30n)], forgotten: [] });
+    // A changed maxBytes is a change too; another topic's partition of the same number is another partition.
+    expect(s.request([at(0, 15n), { ...at(1, 20n), maxBytes: 2048 }, at(0, 15n, 'u')]).partitions).toEqual([{ ...at(1, 20n), maxBytes: 2048 }, at(0, 15n, 'u')]);
+    expect(s.stats).toEqual({ full: 1, incremental: 1, resets: 0 });
+  });
+
+  it('keeps making full requests while the broker gives no session (id 0), and starts over after a reset', () => {
+    const s = new FetchSession();
+    const all = [at(0, 1n)];
+    s.answered(s.request(all), 0);
+    expect(s.request(all)).toMatchObject({ sessionId: 0, epoch: 0, partitions: all });
+    s.answered(s.request(all), 7);
+    s.answered(s.request(all), 7);
+    expect(s.request(all)).toMatchObject({ sessionId: 7, epoch: 2 });
+    s.reset();
+    expect(s.request(all)).toEqual({ sessionId: 0, epoch: 0, partitions: all, forgotten: [] });
+    expect(s.stats.resets).toBe(1);
+  });
+
+  it('runs its requests one at a time, in order, a failed one not stopping the next', async () => {
+    const s = new FetchSession();
+    const order: string[] = [];
+    const slow = s.serial(async () => {
+      await new Promise((r) => setTimeout(r, 20));
+      order.push('first');
+      throw new Error('lost');
+    });
+    const next = s.serial(async () => {
+      order.push('second');
+      return 2;
+    });
+    await expect(slow).rejects.toThrow('lost');
+    await expect(next).resolves.toBe(2);
+    expect(order).toEqual(['first', 'second']);
   });
 });
