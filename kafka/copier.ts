@@ -47,7 +47,11 @@
 //     protocol.ts FetchSession): a fetch names only the partitions whose position moved, and the
 //     answer holds only partitions with something new, so thousands of idle partitions cost the
 //     source broker nothing per fetch. A partition the answer leaves out is unchanged; a session
-//     the broker lost is reopened with a full fetch.
+//     the broker lost is reopened with a full fetch. OFF BY DEFAULT (CopyOptions.fetchSessions):
+//     on 2026-12-05 the gap-filling test (test/kafka/gaps.int.test.ts, transactions, lz4, seed
+//     963336) found one partition unequal with sessions on. Unexplained so far; a suspect: a
+//     dropped prefetch's answer carried a change (LSO, a trailing marker) that the session then
+//     never reports again.
 import { setTimeout as sleep } from 'node:timers/promises';
 import pRetry from 'p-retry';
 import { KmirrorError, isKmirrorError } from '../domain/errors.ts';
@@ -75,8 +79,8 @@ export interface CopyOptions {
   readonly mergeBatchBytes: number;
   /** Give up (CLUSTER_UNREACHABLE) after this long without one successful round. */
   readonly unreachableAfterMs: number;
-  /** Incremental fetch sessions with the source leaders (contract 11); false: every fetch names
-   *  every partition (the benchmark's A/B). */
+  /** Incremental fetch sessions with the source leaders (contract 11); false (the default for
+   *  now): every fetch names every partition. */
   readonly fetchSessions: boolean;
 }
 
@@ -89,7 +93,8 @@ export const defaultCopyOptions: CopyOptions = Object.freeze({
   fillerBatchRecords: 50_000,
   mergeBatchBytes: 512 * 1024,
   unreachableAfterMs: 60_000,
-  fetchSessions: true,
+  // Off until the failure noted at contract 11 is understood.
+  fetchSessions: false,
 });
 
 /** Header key of the last alignment filler (contract 2); its value is the offset aligned to. */
