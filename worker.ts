@@ -20,7 +20,7 @@ import { KmirrorError } from './domain/errors.ts';
 import { printError } from './errors-output.ts';
 import { createLogger, type Logger } from './log.ts';
 import { bundleWorkflows } from './workflow-bundle.ts';
-import { Metrics, serveMetrics } from './metrics/metrics.ts';
+import { Metrics, serveMetrics, type MetricsServer } from './metrics/metrics.ts';
 import { listMirrors } from './db/projections/describe-mirror.ts';
 import type { OperationSinks } from './workflows/interceptors.ts';
 import type { InjectedSinks } from '@temporalio/worker';
@@ -80,7 +80,7 @@ export async function runWorker(config: Config, log: Logger): Promise<void> {
     await connection.close();
     throw err;
   });
-  let server: Awaited<ReturnType<typeof serveMetrics>> | undefined;
+  let server: MetricsServer | undefined;
   try {
     const { host, port } = config.metrics;
     if (port > 0) {
@@ -109,7 +109,7 @@ export async function runWorker(config: Config, log: Logger): Promise<void> {
     }
     log.info('worker stopped', { taskQueue });
   } finally {
-    server?.close();
+    await server?.close();
     await built.close();
     await connection.close();
   }

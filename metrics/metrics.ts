@@ -10,7 +10,8 @@
 // Cardinality: lag is exported per topic always, and per partition only for partitions that are
 // behind (records > 0) — a mirror of thousands of caught-up partitions adds no per-partition series
 // — unless KMIRROR_METRICS_PARTITION_SERIES=all. Counters are per mirror.
-import { createServer, type Server } from 'node:http';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { ByteBudget } from '../kafka/budget.ts';
 import { partitionKey, type CopyStats, type PartitionProgress } from '../kafka/copier.ts';
@@ -285,11 +286,23 @@ export class Metrics {
   }
 }
 
+/** The running metrics endpoint. */
+export interface MetricsServer {
+  /** The port it listens on (the one asked for, or the one the OS chose for 0). */
+  readonly port: number;
+  /**
+   * Stop listening and end every connection, idle or not. A scraper keeps its connection alive and
+   * Prometheus scrapes more often than the server's keep-alive timeout, so `server.close()` alone
+   * leaves a connection that was busy at that moment open for good, and the worker never exits.
+   */
+  close(): Promise<void>;
+}
+
 /**
  * Serve `metrics` at http://host:port/metrics (and 404 elsewhere). Resolves once listening; a port
  * in use rejects with the listen error (the caller turns it into a config error).
  */
-export async function serveMetrics(metrics: Metrics, host: string, port: number): Promise<Server> {
+export async function serveMetrics(metrics: Metrics, host: string, port: number): Promise<MetricsServer> {
   const server = createServer((req, res) => {
     if (req.method !== 'GET' || (req.url ?? '').split('?')[0] !== '/metrics') {
       res.writeHead(404, { 'content-type': 'text/plain' }).end('not found: metrics are at /metrics\n');
@@ -307,5 +320,12 @@ export async function serveMetrics(metrics: Metrics, host: string, port: number)
       resolve();
     });
   });
-  return server;
+  return {
+    port: (server.address() as AddressInfo).port,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
+  };
 }

@@ -70,7 +70,13 @@ async function exercise(command: string, args: string[], stop: Stop): Promise<Ex
   await pingThrough(taskQueue);
 
   process.kill(stop.to === 'group' ? -child.process.pid! : child.process.pid!, stop.signal);
-  const exit = await child.exited;
+  // Bounded, so a worker that does not exit fails with what it last logged, not a bare test timeout.
+  const exit = await Promise.race([
+    child.exited,
+    new Promise<never>((_, reject) =>
+      setTimeout(() => reject(new Error(`worker still running 60 s after ${stop.signal}; its last log lines:\n${child.logs().slice(-10).map((e) => JSON.stringify(e)).join('\n')}`)), 60_000).unref(),
+    ),
+  ]);
   const logs = child.logs();
   expect(logs.find((e) => e.msg === 'shutting down')?.signal).toBe(stop.signal);
   expect(logs.some((e) => e.msg === 'worker stopped' && e.taskQueue === taskQueue)).toBe(true);
