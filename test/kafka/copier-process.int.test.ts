@@ -109,6 +109,7 @@ describe('exactly once across crashes, with gaps to fill', () => {
     }
     writing = false;
     await writer;
+    await producers.markersWritten(f.source, topic, all(partitions));
     await producers.close();
     expect(filled > 0n).toBe(true);
     const final = runCopyTopic({ ...args, owner: 'final-gaps', untilCaughtUp: true });

@@ -175,6 +175,7 @@ describe('kmirror with exactly the Kafka ACLs docs/security.md lists', () => {
     const second = await LibrdkafkaProducers.start({ topic: transactional, transactional: [true, true, false], id: randomName('lp-txn') });
     for (const command of interleaving(Date.now() % 1_000_000, 40, PARTITIONS)) second.send(command);
     await second.sync();
+    await second.markersWritten(t.source, transactional, allPartitions(PARTITIONS));
     await second.close();
     const group = `${groupPrefix}orders`;
     await t.sourceAdmin.setOffsets({ groupId: group, topic: plain, partitions: allPartitions(PARTITIONS).map((partition) => ({ partition, offset: '500' })) });
