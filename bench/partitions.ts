@@ -21,7 +21,7 @@
 //
 //   npm run bench -- partitions [--topics 200] [--partitions-per-topic 10] [--mib-per-s 20]
 //        [--seconds 60] [--record-bytes 1024] [--linger-ms 50] [--rounds 2] [--mm2-tasks 2] [--kmirror-copiers 2]
-//        [--tools kmirror,mm2]   (also kmirror-sessions: the copier with incremental fetch sessions)
+//        [--tools kmirror,mm2]   (also kmirror-sessionless: the copier without incremental fetch sessions)
 //
 // Prints RESULT lines per tool (`<tool>_lag_p50`, `_p99`, `_max`, `_cpu_per_gib`,
 // `_with_broker_cpu_per_gib`, `_source_broker_cpu_per_gib`, medians over rounds) and last RESULT kmirror_lag_p99=<ms>.
@@ -92,8 +92,8 @@ await migrateStackDatabase();
 const python = ensureConfluentKafka((line) => note(line));
 const run = `bench.partitions-${Date.now().toString(36)}`;
 
-/** kmirror-sessions: the copier with incremental fetch sessions on (off by default: copier contract 11). */
-const TOOLS = ['kmirror', 'kmirror-sessions', 'mm2'] as const;
+/** kmirror-sessionless: the copier with incremental fetch sessions off (copier contract 11), for the A/B. */
+const TOOLS = ['kmirror', 'kmirror-sessionless', 'mm2'] as const;
 type Tool = (typeof TOOLS)[number];
 const tools = values.tools.split(',').map((t) => {
   if (!(TOOLS as readonly string[]).includes(t)) throw new Error(`--tools: unknown tool '${t}' (one of ${TOOLS.join(', ')})`);
@@ -169,7 +169,7 @@ async function measure(tool: Tool, r: number): Promise<Measured> {
   let stop: () => Promise<void>;
   let failed: () => string | undefined = () => undefined;
   if (tool !== 'mm2') {
-    const child = startCopier(topics, partitions, false, tool === 'kmirror' ? kmirror : { ...kmirror, options: { fetchSessions: true } });
+    const child = startCopier(topics, partitions, false, tool === 'kmirror' ? kmirror : { ...kmirror, options: { fetchSessions: false } });
     await child.started;
     pid = child.pid;
     stop = () => finishCopier(child, { terminate: true, budgetBytes: kmirror.budgetBytes });

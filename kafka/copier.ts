@@ -46,12 +46,13 @@
 // 11. Fetch sessions. Each source leader is fetched in an incremental fetch session (KIP-227,
 //     protocol.ts FetchSession): a fetch names only the partitions whose position moved, and the
 //     answer holds only partitions with something new, so thousands of idle partitions cost the
-//     source broker nothing per fetch. A partition the answer leaves out is unchanged; a session
-//     the broker lost is reopened with a full fetch. OFF BY DEFAULT (CopyOptions.fetchSessions):
-//     on 2026-12-05 the gap-filling test (test/kafka/gaps.int.test.ts, transactions, lz4, seed
-//     963336) found one partition unequal with sessions on. Unexplained so far. Not a dropped
-//     prefetch (that test's few KB never make a backlog, so nothing is fetched ahead); look at
-//     what an answer that leaves a partition out means for its aborted-transaction list and gaps.
+//     source broker nothing per fetch. A partition the answer leaves out is unchanged: the broker
+//     includes every partition with records or a moved high watermark or log start, and under
+//     read_committed a last stable offset beyond the fetch offset means records to return, so an
+//     omitted partition's last known LSO is still no further than its position. A session the
+//     broker lost is reopened with a full fetch. CopyOptions.fetchSessions (default on) turns them
+//     off. (They were off for a day after a CI failure in the gap-filling test; that was the test
+//     copying before the source's transaction markers were written, not the sessions.)
 import { setTimeout as sleep } from 'node:timers/promises';
 import pRetry from 'p-retry';
 import { KmirrorError, isKmirrorError } from '../domain/errors.ts';
@@ -94,7 +95,7 @@ export const defaultCopyOptions: CopyOptions = Object.freeze({
   mergeBatchBytes: 512 * 1024,
   unreachableAfterMs: 60_000,
   // Off until the failure noted at contract 11 is understood.
-  fetchSessions: false,
+  fetchSessions: true,
 });
 
 /** Header key of the last alignment filler (contract 2); its value is the offset aligned to. */

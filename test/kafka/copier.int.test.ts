@@ -68,7 +68,7 @@ describe('offsets and fidelity', () => {
     const producer = await f.producer();
     await sendAll(producer, topic, messages(1_200, 12));
     const stop = new AbortController();
-    const copying = f.copy({ topic, partitions: all(12), untilCaughtUp: false, signal: stop.signal, options: { fetchSessions: true } });
+    const copying = f.copy({ topic, partitions: all(12), untilCaughtUp: false, signal: stop.signal });
     for (let i = 0; i < 20; i++) {
       await producer.send({ topic, messages: [{ partition: i % 2, key: `k${i}`, value: `trickle-${i}` }] });
       await sleep(50);
