@@ -4,7 +4,7 @@ import { Context } from '@temporalio/activity';
 import { partitionKey } from '../kafka/copier.ts';
 import { kafkaFailure } from '../kafka/errors.ts';
 import { syncGroupOffsets, type GroupSyncSummary } from '../kafka/group-offsets.ts';
-import { archiveDivergentTails, planFailback, type TopicFailback } from '../kafka/failback.ts';
+import { archiveDivergentTails, countDivergentTails, planFailback, type PreparedFailback } from '../kafka/failback.ts';
 import { deleteTopicsAndWait } from '../kafka/admin.ts';
 import { executeMirrorCommand } from '../db/mirror-store.ts';
 import type { EventMetadata } from '../db/event-store/types.ts';
@@ -60,7 +60,16 @@ export interface IsrWaitDetails {
 export interface PartitionOffsets {
   readonly source: { readonly reachable: boolean; readonly error?: { readonly code: string; readonly message: string } };
   readonly destination: { readonly reachable: boolean; readonly error?: { readonly code: string; readonly message: string } };
-  readonly partitions: readonly { readonly topic: string; readonly partition: number; readonly sourceEnd: string | null; readonly destinationEnd: string | null }[];
+  readonly partitions: readonly {
+    readonly topic: string;
+    readonly partition: number;
+    /** The source's last stable offset: what read_committed consumers, and so the mirror, can have. */
+    readonly sourceEnd: string | null;
+    /** The source's high watermark: above sourceEnd while a transaction is open there (or its end
+     *  is decided and its marker not yet written). */
+    readonly sourceHighWatermark: string | null;
+    readonly destinationEnd: string | null;
+  }[];
 }
 
 /** What the runner's periodic look at the source found. */
@@ -112,17 +121,22 @@ export function createKafkaAdminActivities(deps: { readonly db: Db; readonly cli
       return specs.map((s) => ({ topic: s.topic, partitionCount: s.partitionCount }));
     },
 
-    /** End offsets of partitions on both clusters: the source's LSO and the destination's end. A
-     *  cluster that does not answer is reported (failover must work with the source gone). */
+    /** End offsets of partitions on both clusters: the source's LSO and high watermark, the
+     *  destination's end. A cluster that does not answer is reported (failover must work with the
+     *  source gone). */
     async partitionOffsets(input: { readonly mirror: string; readonly partitions: readonly { readonly topic: string; readonly partition: number }[] }): Promise<PartitionOffsets> {
       const m = await clients.mirror(input.mirror);
       const topics = [...groupPartitions(input.partitions)].map(([topic, partitions]) => ({ topic, partitions }));
+      const none = new Map<string, bigint>();
       const read = async (cluster: string, which: 'source' | 'destination') => {
         try {
-          return { reach: { reachable: true }, ends: await endOffsets((await clients.get(cluster)).raw, topics, which) };
+          const raw = (await clients.get(cluster)).raw;
+          // On the source both its LSO and (read as a destination's end) its high watermark.
+          const [ends, highWatermarks] = await Promise.all([endOffsets(raw, topics, which), which === 'source' ? endOffsets(raw, topics, 'destination') : none]);
+          return { reach: { reachable: true }, ends, highWatermarks };
         } catch (err) {
           const e = kafkaFailure(err, `cluster ${cluster}`);
-          return { reach: { reachable: false, error: { code: e.code, message: e.message } }, ends: new Map<string, bigint>() };
+          return { reach: { reachable: false, error: { code: e.code, message: e.message } }, ends: none, highWatermarks: none };
         }
       };
       const [source, destination] = await Promise.all([read(m.sourceCluster, 'source'), read(m.destinationCluster, 'destination')]);
@@ -133,6 +147,7 @@ export function createKafkaAdminActivities(deps: { readonly db: Db; readonly cli
           topic,
           partition,
           sourceEnd: source.ends.get(partitionKey(topic, partition))?.toString() ?? null,
+          sourceHighWatermark: source.highWatermarks.get(partitionKey(topic, partition))?.toString() ?? null,
           destinationEnd: destination.ends.get(partitionKey(topic, partition))?.toString() ?? null,
         })),
       };
@@ -174,7 +189,7 @@ export function createKafkaAdminActivities(deps: { readonly db: Db; readonly cli
       /** Names the archive topics: `<topic>.kmirror-divergent-<suffix>`. */
       readonly archiveSuffix: string;
       readonly metadata: EventMetadata;
-    }): Promise<readonly (TopicFailback & { readonly archiveTopic: string | null; readonly archived: Readonly<Record<string, number>> })[]> {
+    }): Promise<readonly PreparedFailback[]> {
       const m = await clients.mirror(input.mirror);
       const [oldPrimary, newPrimary] = await Promise.all([clients.get(m.sourceCluster), clients.get(m.destinationCluster)]);
       const rows = await db
@@ -195,26 +210,25 @@ export function createKafkaAdminActivities(deps: { readonly db: Db; readonly cli
       for (const plan of plans) {
         const tails = plan.partitions.filter((p) => p.divergent !== null);
         const archiveTopic = tails.length > 0 && input.divergent === 'archive' ? `${plan.topic}.kmirror-divergent-${input.archiveSuffix}` : null;
-        const archived: Record<string, number> = {};
-        if (!input.dryRun && plan.action === 'recreate') {
-          // An archive that exists already was written by an earlier attempt of this failback.
-          if (archiveTopic !== null && !existing.has(archiveTopic)) {
-            const lso = await endOffsets(oldPrimary.raw, [{ topic: plan.topic, partitions: tails.map((t) => t.partition) }], 'source');
-            const counts = await archiveDivergentTails(
-              oldPrimary.raw,
-              oldPrimary.admin,
-              plan.topic,
-              plan.partitions.length,
-              tails.map((t) => {
-                const to = BigInt(t.divergent!.to);
-                const stable = lso.get(partitionKey(plan.topic, t.partition)) ?? to;
-                return { partition: t.partition, from: BigInt(t.divergent!.from), to: stable < to ? stable : to };
-              }),
-              archiveTopic,
-            );
-            for (const [p, n] of counts) archived[String(p)] = n;
-          }
-          if (existing.has(plan.topic)) await deleteTopicsAndWait(oldPrimary.admin, [plan.topic]).catch((err: unknown) => Promise.reject(kafkaFailure(err, `delete ${plan.topic} on the old primary`)));
+        // Records in each divergent tail as read_committed consumers saw them — archived, discarded
+        // or (dry run) that would be; a tail ends at the old primary's LSO (an open transaction's
+        // records were never visible). Unknown (absent) when an earlier attempt archived already.
+        let records = new Map<number, number>();
+        if (tails.length > 0 && plan.action === 'recreate' && !(archiveTopic !== null && existing.has(archiveTopic))) {
+          const lso = await endOffsets(oldPrimary.raw, [{ topic: plan.topic, partitions: tails.map((t) => t.partition) }], 'source');
+          const ranges = tails.map((t) => {
+            const to = BigInt(t.divergent!.to);
+            const stable = lso.get(partitionKey(plan.topic, t.partition)) ?? to;
+            return { partition: t.partition, from: BigInt(t.divergent!.from), to: stable < to ? stable : to };
+          });
+          records =
+            archiveTopic !== null && !input.dryRun
+              ? await archiveDivergentTails(oldPrimary.raw, oldPrimary.admin, plan.topic, plan.partitions.length, ranges, archiveTopic)
+              : await countDivergentTails(oldPrimary.raw, plan.topic, ranges);
+        }
+        const partitions = plan.partitions.map((p) => ({ ...p, divergent: p.divergent === null ? null : { ...p.divergent, records: records.get(p.partition) ?? null } }));
+        if (!input.dryRun && plan.action === 'recreate' && existing.has(plan.topic)) {
+          await deleteTopicsAndWait(oldPrimary.admin, [plan.topic]).catch((err: unknown) => Promise.reject(kafkaFailure(err, `delete ${plan.topic} on the old primary`)));
         }
         if (!input.dryRun) {
           await executeMirrorCommand(
@@ -227,19 +241,13 @@ export function createKafkaAdminActivities(deps: { readonly db: Db; readonly cli
                 reverseMirror: input.reverseMirror,
                 action: plan.action,
                 archiveTopic,
-                partitions: plan.partitions.map((p) => ({
-                  partition: p.partition,
-                  lastMirrored: p.lastMirrored,
-                  oldPrimaryEnd: p.oldPrimaryEnd,
-                  reason: p.reason,
-                  divergent: p.divergent === null ? null : { ...p.divergent, records: archived[String(p.partition)] ?? null },
-                })),
+                partitions: partitions.map((p) => ({ partition: p.partition, lastMirrored: p.lastMirrored, oldPrimaryEnd: p.oldPrimaryEnd, reason: p.reason, divergent: p.divergent })),
               },
             },
             input.metadata,
           );
         }
-        out.push({ ...plan, archiveTopic, archived });
+        out.push({ ...plan, partitions, archiveTopic });
       }
       return out;
     },

@@ -41,6 +41,13 @@ export interface TopicFailback {
   readonly partitions: readonly PartitionFailback[];
 }
 
+/** A topic's failback as prepared (activities/kafka-admin.ts prepareFailback): its divergent tails
+ *  with their record counts (null: not known, an earlier attempt archived them), and the archive. */
+export interface PreparedFailback extends TopicFailback {
+  readonly archiveTopic: string | null;
+  readonly partitions: readonly (PartitionFailback & { readonly divergent: { readonly from: string; readonly to: string; readonly records: number | null } | null })[];
+}
+
 /**
  * Compare each partition of the old primary (`oldPrimary`) with its recorded position and with the
  * new primary (`newPrimary`). Reads only.
@@ -92,6 +99,17 @@ export async function planFailback(
     });
     return { topic, action: planned.some((p) => p.action === 'recreate') ? 'recreate' : 'continue', partitions: planned };
   });
+}
+
+/** The records of each divergent tail of a topic, as read_committed consumers see them. */
+export async function countDivergentTails(cluster: RawCluster, topic: string, tails: readonly { readonly partition: number; readonly from: bigint; readonly to: bigint }[]): Promise<Map<number, number>> {
+  const counts = new Map<number, number>();
+  for (const { partition, from, to } of tails) {
+    let count = 0;
+    for await (const _ of readCommitted(cluster, topic, partition, from, to)) count++;
+    counts.set(partition, count);
+  }
+  return counts;
 }
 
 /**

@@ -25,6 +25,7 @@ describe('npm run demo', () => {
     // The disaster-recovery round trip.
     expect(out).toMatch(/^\$ kmirror failover demo-\S+ --all-topics/m);
     expect(out).toMatch(/^\$ kmirror failback demo-\S+ --dry-run$/m);
+    expect(out).toMatch(/\[\d+, \d+\): [1-9]\d* records would be archived/);
     expect(out).toMatch(/divergent records archived to demo\.orders-\S+\.kmirror-divergent-\d{8}-\d{6} on the old primary/);
     expect(out).toMatch(/^\$ kmirror promote demo-\S+-reverse --all-topics/m);
     const after = out.slice(out.indexOf('after the round trip')).split('\n').filter((l) => /^ {2}demo\.orders-\S+-\d: \[/.test(l));

@@ -10,7 +10,7 @@
 //   {"mirror": "dr-east", "dryRun": true}
 //   {"mirror": "dr-east", "divergent": "archive", "actor": "alice", "reason": "east is back"}
 import { ApplicationFailure, executeChild, setHandler, workflowInfo } from '@temporalio/workflow';
-import type { TopicFailback } from '../kafka/failback.ts';
+import type { PreparedFailback } from '../kafka/failback.ts';
 import { asFailure, authorizeRequest, checkRequester, invalid, isStringArray, metadataOf, setSearchAttributes, short } from './common.ts';
 import { createMirror } from './create-mirror.ts';
 import { progressQuery, type Requester } from './messages.ts';
@@ -29,7 +29,7 @@ export interface FailbackResult {
   readonly mirror: string;
   readonly reverseMirror: string;
   readonly dryRun: boolean;
-  readonly topics: readonly (TopicFailback & { readonly archiveTopic: string | null; readonly archived: Readonly<Record<string, number>> })[];
+  readonly topics: readonly PreparedFailback[];
   /** The reverse mirror's start (absent in a dry run). */
   readonly started?: StartTopicsResult;
 }

@@ -5,7 +5,7 @@
 // (STOPPING partitions are not stopped twice, positions already recorded are not recorded again).
 // Promote first waits, with the source reachable, until the destination has everything the source
 // has; after the stop it copies what arrived meanwhile, so a planned switchover loses nothing.
-import { ApplicationFailure, log, setHandler, sleep } from '@temporalio/workflow';
+import { ApplicationFailure, log, patched, setHandler, sleep } from '@temporalio/workflow';
 import type { GroupSyncSummary } from '../kafka/group-offsets.ts';
 import type { PartitionOffsets } from '../activities/kafka-admin.ts';
 import type { MirrorView } from '../activities/event-store.ts';
@@ -37,6 +37,9 @@ export interface StoppedPartition {
   /** Records on the source the destination does not have (the RPO of a stop now, or of this stop);
    *  null when the source does not answer. */
   readonly recordsBehind: string | null;
+  /** A transaction is open on the source (its LSO below its high watermark): its records are not
+   *  mirrored until it ends. null when the source does not answer. */
+  readonly transactionOpenOnSource: boolean | null;
 }
 
 export interface StopTopicsResult {
@@ -119,7 +122,13 @@ export async function stopTopics(mode: 'failover' | 'promote', input: PromoteInp
     step = 'reading offsets on both clusters';
     let offsets = await short.partitionOffsets({ mirror, partitions: refs });
     const report = (o: PartitionOffsets): StoppedPartition[] =>
-      chosen.map((p, i) => ({ ...p, destinationEnd: o.partitions[i]!.destinationEnd, sourceEnd: o.partitions[i]!.sourceEnd, recordsBehind: behind(o.partitions[i]!.sourceEnd, o.partitions[i]!.destinationEnd) }));
+      chosen.map((p, i) => {
+        const { sourceEnd, destinationEnd } = o.partitions[i]!;
+        // Absent from an activity worker older than this field (a rolling upgrade): not known.
+        const sourceHighWatermark = o.partitions[i]!.sourceHighWatermark ?? null;
+        const transactionOpenOnSource = sourceEnd === null || sourceHighWatermark === null ? null : BigInt(sourceHighWatermark) > BigInt(sourceEnd);
+        return { ...p, destinationEnd, sourceEnd, recordsBehind: behind(sourceEnd, destinationEnd), transactionOpenOnSource };
+      });
     if (input.dryRun === true) {
       step = 'done';
       return { mirror, mode, dryRun: true, durationMs: Date.now() - started, source: offsets.source, partitions: report(offsets), states, failed: [] };
@@ -145,13 +154,23 @@ export async function stopTopics(mode: 'failover' | 'promote', input: PromoteInp
       }
       step = 'waiting until the destination has everything the source has';
       const deadline = started + (input.timeoutSeconds ?? 300) * 1_000;
+      // A transaction open on the source holds records the mirror cannot have yet, and that its
+      // producer may still commit: zero loss means waiting until it has ended (older histories
+      // waited for the lag alone).
+      const waitsForTransactions = patched('promote-waits-for-source-transactions');
       for (;;) {
-        const lagging = report(offsets).filter((p) => p.state === 'MIRRORING' && p.recordsBehind !== '0');
-        if (lagging.length === 0) break;
+        const pending = report(offsets).filter((p) => p.state === 'MIRRORING' && (p.recordsBehind !== '0' || (waitsForTransactions && p.transactionOpenOnSource === true)));
+        if (pending.length === 0) break;
         if (Date.now() >= deadline) {
+          const lagging = pending.filter((p) => p.recordsBehind !== '0');
+          const open = pending.filter((p) => p.transactionOpenOnSource === true);
           const total = lagging.reduce((n, p) => n + BigInt(p.recordsBehind ?? '0'), 0n);
+          const why = [
+            ...(lagging.length > 0 ? [`the lag (${total} records in ${lagging.length} partitions) did not reach 0`] : []),
+            ...(open.length > 0 ? [`${open.length} partitions still have a transaction open on the source (${open[0]!.topic}-${open[0]!.partition} first)`] : []),
+          ].join(' and ');
           throw ApplicationFailure.nonRetryable(
-            `the lag (${total} records in ${lagging.length} partitions) did not reach 0 within ${input.timeoutSeconds ?? 300} s; stop the producers on the source and promote again, or use \`kmirror failover\``,
+            `${why} within ${input.timeoutSeconds ?? 300} s; stop the producers on the source (their transactions end, or abort when they time out) and promote again, or use \`kmirror failover\``,
             'PROMOTE_TIMEOUT',
           );
         }

@@ -60,8 +60,8 @@ function printStop(ctx: CliContext, r: StopTopicsResult): void {
   const unknown = r.partitions.some((p) => p.recordsBehind === null);
   ctx.print(
     table(
-      ['TOPIC', 'PARTITION', 'STATE', 'DEST END', 'SOURCE END', 'BEHIND'],
-      r.partitions.map((p) => [p.topic, String(p.partition), p.state, p.destinationEnd ?? '?', p.sourceEnd ?? '?', p.recordsBehind ?? '?']),
+      ['TOPIC', 'PARTITION', 'STATE', 'DEST END', 'SOURCE END', 'BEHIND', 'SOURCE TXN'],
+      r.partitions.map((p) => [p.topic, String(p.partition), p.state, p.destinationEnd ?? '?', p.sourceEnd ?? '?', p.recordsBehind ?? '?', p.transactionOpenOnSource === null ? '?' : p.transactionOpenOnSource ? 'open' : '']),
     ),
   );
   const source = r.source.reachable ? '' : ` (the source does not answer: ${r.source.error?.code})`;
@@ -244,7 +244,7 @@ export function operationCommands(ctx: CliContext): Command[] {
               p.oldPrimaryEnd,
               t.action === 'recreate' ? 'recreate + full re-mirror' : 'continue',
               p.reason,
-              p.divergent === null ? '' : `[${p.divergent.from}, ${p.divergent.to})${t.archived[String(p.partition)] !== undefined ? `: ${t.archived[String(p.partition)]} records archived` : ''}`,
+              p.divergent === null ? '' : `[${p.divergent.from}, ${p.divergent.to})${p.divergent.records === null ? '' : `: ${p.divergent.records} records ${result.dryRun ? 'would be ' : ''}${t.archiveTopic === null ? 'discarded' : 'archived'}`}`,
             ]),
           ),
         ),

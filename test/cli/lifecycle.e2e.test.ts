@@ -499,9 +499,9 @@ describe('kmirror lifecycle', () => {
     expect((await kmirror('failover', m, '--all-topics')).code).toBe(0);
     // Split brain: the old primary took two writes after the failover point.
     await producer.send({ topic: tp, messages: [{ partition: 0, key: 'late-0', value: 'on the old primary' }, { partition: 1, key: 'late-1', value: 'here too' }] });
-    type Failback = { result: { topics: { topic: string; action: string; archiveTopic: string | null; partitions: { divergent: { from: string; to: string } | null }[] }[] } };
+    type Failback = { result: { topics: { topic: string; action: string; archiveTopic: string | null; partitions: { divergent: { from: string; to: string; records: number | null } | null }[] }[] } };
     const dry = (await kmirrorJson<Failback>('failback', m, '--dry-run')).result.topics[0]!;
-    expect(dry).toMatchObject({ topic: tp, action: 'recreate', partitions: [{ divergent: { from: '20', to: '21' } }, { divergent: { from: '20', to: '21' } }] });
+    expect(dry).toMatchObject({ topic: tp, action: 'recreate', partitions: [{ divergent: { from: '20', to: '21', records: 1 } }, { divergent: { from: '20', to: '21', records: 1 } }] });
     const done = (await kmirrorJson<Failback>('failback', m)).result.topics[0]!;
     t.track(done.archiveTopic!);
     expect(done.archiveTopic).toMatch(new RegExp(`^${escape(tp)}\\.kmirror-divergent-`));

@@ -76,8 +76,8 @@ describe('failback', () => {
         topic,
         action: 'recreate',
         partitions: [
-          { reason: 'divergent-tail', divergent: { from: '100', to: '102' } },
-          { reason: 'divergent-tail', divergent: { from: '100', to: '101' } },
+          { reason: 'divergent-tail', divergent: { from: '100', to: '102', records: 2 } },
+          { reason: 'divergent-tail', divergent: { from: '100', to: '101', records: 1 } },
         ],
       },
     ]);
@@ -86,7 +86,7 @@ describe('failback', () => {
     const result = await run('failback', { mirror });
     const archiveTopic = result.topics[0]!.archiveTopic!;
     t.track(archiveTopic);
-    expect(result.topics[0]).toMatchObject({ action: 'recreate', archived: { '0': 2, '1': 1 } });
+    expect(result.topics[0]).toMatchObject({ action: 'recreate', partitions: [{ divergent: { records: 2 } }, { divergent: { records: 1 } }] });
     // The archive holds exactly the divergent records, with where they came from.
     const archived: string[] = [];
     for (const p of all(2)) for await (const r of readCommitted(t.source, archiveTopic, p, 0n, (await t.source.listOffsets(archiveTopic, [p], 'latest')).get(p)!)) archived.push(`${r.key}@${r.headers.find((h) => h.key === 'kmirror.original.offset')?.value}`);
@@ -101,13 +101,13 @@ describe('failback', () => {
     await splitBrain(topic);
     const topicsBefore = new Set(await t.sourceAdmin.listTopics());
     const result = await run('failback', { mirror, divergent: 'discard', actor: 'oncall', reason: 'the late writes were test traffic' });
-    expect(result.topics[0]).toMatchObject({ topic, action: 'recreate', archiveTopic: null });
+    expect(result.topics[0]).toMatchObject({ topic, action: 'recreate', archiveTopic: null, partitions: [{ divergent: { records: 2 } }, { divergent: { records: 1 } }] });
     expect((await t.sourceAdmin.listTopics()).filter((n) => !topicsBefore.has(n) && n.startsWith(topic))).toEqual([]);
     await roundTrip(mirror, topic);
     const decided = (await readStream(t.db, mirrorStreamId(mirror))).find((e) => e.type === 'FailbackTopicPrepared');
     expect(decided).toMatchObject({
-      // The discarded ranges are recorded; their records were not read, so not counted.
-      data: { topic, action: 'recreate', archiveTopic: null, partitions: [{ divergent: { from: '100', to: '102', records: null } }, { divergent: { from: '100', to: '101', records: null } }] },
+      // The discarded ranges and how many records they held are recorded.
+      data: { topic, action: 'recreate', archiveTopic: null, partitions: [{ divergent: { from: '100', to: '102', records: 2 } }, { divergent: { from: '100', to: '101', records: 1 } }] },
       metadata: { actor: 'oncall', reason: 'the late writes were test traffic' },
     });
   });

@@ -132,6 +132,32 @@ describe('promote', () => {
     await expect.poll(() => ends('dest', topic, 1), { timeout: 60_000 }).toEqual([60n]);
   });
 
+  it('promote waits while a transaction is open on the source (its records could still be committed): PROMOTE_TIMEOUT names it; once it commits, promote completes with its records', async () => {
+    const { mirror, topic } = await mirrored(1, 10);
+    const producer = t.sourceKafka.producer({ transactionalId: randomName('open-txn'), idempotent: true, maxInFlightRequests: 1 });
+    await producer.connect();
+    const txn = await producer.transaction();
+    await txn.send({ topic, messages: messages(5, 1, { from: 10 }) });
+    // The source's LSO stays at 10, so the lag alone is 0: only the open transaction holds promote.
+    await new Promise((r) => setTimeout(r, 1_000));
+    expect(await ends('dest', topic, 1)).toEqual([10n]);
+    const refused = await refusal('promote', { mirror, allTopics: true, timeoutSeconds: 2 });
+    expect(refused).toMatchObject({ code: 'PROMOTE_TIMEOUT', message: expect.stringMatching(/^1 partitions still have a transaction open on the source .* within 2 s; stop the producers/) });
+    const dry = await run('promote', { mirror, allTopics: true, dryRun: true });
+    expect(dry.partitions.map((p) => [p.recordsBehind, p.transactionOpenOnSource])).toEqual([['0', true]]);
+    expect((await t.db.selectFrom('mirror_partitions').select('state').where('mirror', '=', mirror).execute()).map((r) => r.state)).toEqual(['MIRRORING']);
+
+    const promoting = run('promote', { mirror, allTopics: true, timeoutSeconds: 60 });
+    await new Promise((r) => setTimeout(r, 2_000));
+    await txn.commit();
+    await producer.disconnect();
+    const result = await promoting;
+    expect(result).toMatchObject({ mode: 'promote', states: { STOPPED: 1 } });
+    expect(result.partitions.map((p) => [p.recordsBehind, p.transactionOpenOnSource])).toEqual([['0', false]]);
+    expect(await ends('dest', topic, 1)).toEqual(await ends('source', topic, 1)); // 16: 10 + 5 + the commit marker
+    expect(await verifyPartition(t.source, t.dest, topic, 0)).toMatchObject({ equal: true, recordsCompared: 15 });
+  });
+
   it('refuses while a partition is PAUSED (its lag cannot reach 0), and changes nothing', async () => {
     const { mirror } = await mirrored(1, 10);
     await run('pauseTopics', { mirror, allTopics: true });
