@@ -213,8 +213,9 @@ export function createKafkaAdminActivities(deps: { readonly db: Db; readonly cli
         // Records in each divergent tail as read_committed consumers saw them — archived, discarded
         // or (dry run) that would be; a tail ends at the old primary's LSO (an open transaction's
         // records were never visible). Unknown (absent) when an earlier attempt archived already.
+        // (A tail makes its topic 'recreate'.)
         let records = new Map<number, number>();
-        if (tails.length > 0 && plan.action === 'recreate' && !(archiveTopic !== null && existing.has(archiveTopic))) {
+        if (tails.length > 0 && !(archiveTopic !== null && existing.has(archiveTopic))) {
           const lso = await endOffsets(oldPrimary.raw, [{ topic: plan.topic, partitions: tails.map((t) => t.partition) }], 'source');
           const ranges = tails.map((t) => {
             const to = BigInt(t.divergent!.to);

@@ -94,7 +94,6 @@ export const defaultCopyOptions: CopyOptions = Object.freeze({
   fillerBatchRecords: 50_000,
   mergeBatchBytes: 512 * 1024,
   unreachableAfterMs: 60_000,
-  // Off until the failure noted at contract 11 is understood.
   fetchSessions: true,
 });
 

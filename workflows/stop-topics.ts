@@ -4,7 +4,7 @@
 // Every step can be run again: a failover started again after a failure skips what is done
 // (STOPPING partitions are not stopped twice, positions already recorded are not recorded again).
 // Promote first waits, with the source reachable, until the destination has everything the source
-// has; after the stop it copies what arrived meanwhile, so a planned switchover loses nothing.
+// has and no transaction is open there; after the stop it copies what arrived meanwhile, so a planned switchover loses nothing.
 import { ApplicationFailure, log, patched, setHandler, sleep } from '@temporalio/workflow';
 import type { GroupSyncSummary } from '../kafka/group-offsets.ts';
 import type { PartitionOffsets } from '../activities/kafka-admin.ts';
