@@ -41,8 +41,10 @@ describe('serveMetrics', () => {
     const inFlight = scrape(server.port, agent).catch(() => 'cut');
     await new Promise((r) => setTimeout(r, 50));
     const closed = server.close().then(() => 'closed');
-    const deadline = new Promise((r) => setTimeout(() => r('still open after 3 s'), 3_000));
+    let timer: NodeJS.Timeout | undefined;
+    const deadline = new Promise((r) => (timer = setTimeout(() => r('still open after 3 s'), 3_000)));
     expect(await Promise.race([closed, deadline])).toBe('closed');
+    clearTimeout(timer);
     await inFlight;
     await expect(scrape(server.port, new Agent())).rejects.toMatchObject({ code: 'ECONNREFUSED' });
   });
