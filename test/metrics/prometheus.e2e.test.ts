@@ -19,12 +19,14 @@ import { messages, sendAll } from '../support/mirror-fixture.ts';
 import { closedPort, destConnection, randomName, stackConfigEnv, stackEnv } from '../support/stack.ts';
 
 const PARTITIONS = 3;
-/** Written at ~400 KiB/s for 5 s (20 records of 1 KiB every 50 ms) while the mirror runs. */
-const RECORDS = 2_000;
+/** Written at ~400 KiB/s for 10 s (20 records of 1 KiB every 50 ms) while the mirror runs. */
+const RECORDS = 4_000;
 const PER_TICK = 20;
 const VALUE_BYTES = 1_024;
 /** 100 KiB/s. A quota is a rate over 10 s windows, so the first MiB goes at full speed; then the
- *  mirror falls behind the writer, and catches up ~10 s after it stops. */
+ *  mirror falls behind the writer, and catches up ~20 s after it stops. (With 2,000 records it
+ *  caught up ~10 s after, and a fresh-clone run once read describe's lag as 0 already: the reads
+ *  below happen 5.5 s after the writer stops plus a CLI start.) */
 const QUOTA = 'producer_byte_rate=102400';
 
 let t: ControlPlane;
