@@ -72,7 +72,8 @@ export function operationWorkflowId<O extends Operation>(operation: O, input: Op
     }
     case 'retryPartitions': {
       const i = input as RetryPartitionsInput;
-      return `${base}:${digest([sorted(i.topics), i.overrideIsrWait === true])}`;
+      // Accepting a loss is part of what is asked: a retry that accepts must not join one that does not.
+      return `${base}:${digest([sorted(i.topics), i.overrideIsrWait === true, i.acceptRecordsLost === true])}`;
     }
     case 'startTopics': {
       const i = input as StartTopicsInput;

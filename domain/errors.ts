@@ -28,6 +28,9 @@ export const ErrorCodes = [
   /** A Kafka error answer with no more specific code (details.kafkaError names it): final. */
   'KAFKA_ERROR',
   'UNSUPPORTED_OFFSET_GAP',
+  /** A source record batch failed its CRC check or could not be decoded: the partition is
+   *  mirrored up to it and halted (final: the source replica needs repair, then `retry`). */
+  'CORRUPT_RECORD_BATCH',
   /** The source's retention removed records before they were mirrored, and the mirror's policy is
    *  to fail (onRecordsLost: fail): final until an operator accepts the loss (retry
    *  --accept-records-lost). */

@@ -53,6 +53,10 @@
 //     broker lost is reopened with a full fetch. CopyOptions.fetchSessions (default on) turns them
 //     off. (They were off for a day after a CI failure in the gap-filling test; that was the test
 //     copying before the source's transaction markers were written, not the sessions.)
+// 12. Integrity. Every fetched batch's CRC-32C is checked before anything of it is used (the
+//     copier writes a fresh CRC, so an unchecked corrupt batch would be laundered into a valid
+//     one), and a batch that cannot be decoded counts as corrupt. The partition is copied up to
+//     that batch and halts with CORRUPT_RECORD_BATCH and the batch's offsets; the others go on.
 import { setTimeout as sleep } from 'node:timers/promises';
 import pRetry from 'p-retry';
 import { KmirrorError, isKmirrorError } from '../domain/errors.ts';
@@ -61,7 +65,7 @@ import type { PartitionLease } from './lease.ts';
 import { AbortedTransactions, FetchSession, IsolationLevel, KafkaAnswerError, partitionKey, type FetchedPartition, type ProducedPartition, type RawCluster } from './protocol.ts';
 import { GapFiller } from './gap-filler.ts';
 import { invisibleChecksum, recordChecksum } from './verify.ts';
-import { decodeRecords, encodeBatch, isContiguous, isMergeable, mergedBatch, nextSequence, restampBatch, type DecodedRecord, type InPlaceBatch, type RawBatch, type RecordToEncode } from './wire.ts';
+import { crcValid, decodeRecords, encodeBatch, isContiguous, isMergeable, mergedBatch, nextSequence, restampBatch, type DecodedRecord, type InPlaceBatch, type RawBatch, type RecordToEncode } from './wire.ts';
 
 export interface CopyOptions {
   /** Upper bound of one fetch response (reserved from the budget before fetching). */
@@ -288,8 +292,12 @@ interface Gap {
  *  and then, unless it is the last, a gap to fill. */
 interface PartitionPlan {
   readonly segments: { items: ProduceItem[]; gap?: Gap }[];
-  /** Where the partition stands once all of it is copied: after the last fetched batch. */
+  /** Where the partition stands once all of it is copied: after the last fetched batch, or at
+   *  the corrupt batch that ended the plan. */
   readonly end: bigint;
+  /** A batch that failed its CRC or could not be decoded: the segments stop before it, and the
+   *  partition fails with this error once they are copied (contract 12). */
+  readonly corrupt?: KmirrorError;
 }
 
 /** A fetch's answer and the budget bytes it holds until its round is done. */
@@ -873,7 +881,9 @@ class Copier {
         state.sourceEnd = p.lastStableOffset;
         const first = p.batches.find((b) => b.lastOffset >= state.next && !b.isControl);
         if (first !== undefined) state.fetchedTimestamp = Number(first.logAppendTime ? first.maxTimestamp : first.baseTimestamp);
-        plans.push({ state, plan: this.plan(state, p) });
+        const plan = this.plan(state, p);
+        if (plan.corrupt) failed++;
+        plans.push({ state, plan });
       }
       // Pipelining: the next round's fetch goes out now, from where this one's batches end, and
       // is answered while this round produces. It is used only if every partition ends this round
@@ -904,6 +914,8 @@ class Copier {
         });
         await this.fillGaps(gaps);
       }
+      // Copied up to a corrupt batch: the partition stops there (contract 12).
+      for (const { state, plan } of plans) if (plan.corrupt && state.status === 'copying') this.fail(state, plan.corrupt);
       // Every partition of the fetch, not only those in the answer: one a fetch session leaves out
       // has nothing new, and may have reached the source's end in an earlier round.
       for (const state of states) {
@@ -959,19 +971,35 @@ class Copier {
     };
     const aborted = new AbortedTransactions(fetched.abortedTransactions);
     let next = state.next;
+    let corrupt: KmirrorError | undefined;
     for (const batch of fetched.batches) {
+      // Checked before its header is trusted; a batch wholly before `next` is not copied.
+      if (batch.lastOffset >= next && !crcValid(batch)) {
+        corrupt = corruptBatch(state, batch, 'its CRC-32C does not match its bytes');
+        break;
+      }
       // Every batch goes through the filter, in order: it tracks which producers are aborting.
       const hidden = aborted.isAborted(batch);
       if (batch.lastOffset < next) continue;
+      let records: DecodedRecord[] | undefined;
+      if (!hidden && !(batch.baseOffset >= next && isContiguous(batch) && !batch.logAppendTime)) {
+        try {
+          records = decodeRecords(batch);
+        } catch (err) {
+          if (!isKmirrorError(err, 'CORRUPT_RECORD_BATCH')) throw err;
+          corrupt = corruptBatch(state, batch, err.message);
+          break;
+        }
+      }
       skip(next, batch.baseOffset, batch.leaderEpoch); // records compaction removed between batches
       const from = batch.baseOffset > next ? batch.baseOffset : next;
       if (hidden) skip(from, batch.lastOffset + 1n, batch.leaderEpoch); // a marker, or aborted records
-      else if (from === batch.baseOffset && isContiguous(batch) && !batch.logAppendTime) copyAsIs(batch);
+      else if (records === undefined) copyAsIs(batch);
       else {
         // Record by record: contiguous runs re-encoded, holes compaction left skipped.
         let at = from;
         let run: DecodedRecord[] = [];
-        for (const record of decodeRecords(batch)) {
+        for (const record of records) {
           if (record.offset < at) continue;
           if (record.offset > at) {
             push(...this.reencode(state, run, batch.leaderEpoch));
@@ -987,7 +1015,7 @@ class Copier {
       next = batch.lastOffset + 1n;
     }
     flush();
-    return { segments, end: next };
+    return { segments, end: next, ...(corrupt ? { corrupt } : {}) };
   }
 
   /** Contiguous records as fresh uncompressed batches of ≤ 512 KiB. */
@@ -1292,4 +1320,14 @@ function isRetriable(err: unknown): boolean {
   if (isKmirrorError(err)) return err.retryable && err.code !== 'LEASE_HELD';
   const e = err as { retriable?: boolean; name?: string };
   return e.retriable === true || e.name === 'KafkaJSConnectionError' || e.name === 'KafkaJSRequestTimeoutError' || e.name === 'KafkaJSConnectionClosedError';
+}
+
+/** The error that halts a partition at a corrupt source batch (contract 12). */
+function corruptBatch(state: PartitionState, batch: RawBatch, reason: string): KmirrorError {
+  return new KmirrorError(
+    'CORRUPT_RECORD_BATCH',
+    `source ${state.topic}-${state.partition}: the record batch at offsets ${batch.baseOffset}–${batch.lastOffset} is corrupt (${reason}); mirrored up to offset ${batch.baseOffset}, halted. ` +
+      'Repair the source replica (or move leadership to a healthy one), then retry the partition',
+    { topic: state.topic, partition: state.partition, baseOffset: batch.baseOffset.toString(), lastOffset: batch.lastOffset.toString() },
+  );
 }

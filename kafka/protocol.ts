@@ -700,19 +700,22 @@ export class RawCluster {
   }
 
   /**
-   * Run `op` at the transaction coordinator of `transactionalId`. Answers that clear by themselves
-   * (CONCURRENT_TRANSACTIONS while the previous transaction's markers are written, the coordinator
-   * loading or moving) are retried for up to 30 s, looking the coordinator up again each time.
+   * Run `op` at the coordinator of `key` (a group: type 0; a transactional id: type 1), looking the
+   * coordinator up again after each failed try, for up to 30 s, while the answer is one that clears
+   * by itself: the coordinator loading or moving, and for transactions any retriable answer
+   * (CONCURRENT_TRANSACTIONS while the previous transaction's markers are written). A group's other
+   * answers (e.g. a refusal because the group has members) are final.
    */
-  private async atTransactionCoordinator<T>(transactionalId: string, op: (broker: InternalBroker) => Promise<T>): Promise<T> {
+  private async atCoordinator<T>(key: string, coordinatorType: 0 | 1, op: (broker: InternalBroker) => Promise<T>): Promise<T> {
     await this.connect();
-    return pRetry(async () => op(await this.cluster.findGroupCoordinator({ groupId: transactionalId, coordinatorType: 1 })), {
+    const coordinatorMoved = ['NOT_COORDINATOR', 'COORDINATOR_NOT_AVAILABLE', 'COORDINATOR_LOAD_IN_PROGRESS'];
+    return pRetry(async () => op(await this.cluster.findGroupCoordinator({ groupId: key, coordinatorType })), {
       retries: 1_000,
       minTimeout: 5,
       maxTimeout: 500,
       factor: 2,
       maxRetryTime: 30_000,
-      shouldRetry: ({ error }) => (error as { retriable?: boolean }).retriable === true || ['NOT_COORDINATOR', 'COORDINATOR_NOT_AVAILABLE'].includes((error as { type?: string }).type ?? ''),
+      shouldRetry: ({ error }) => coordinatorMoved.includes((error as { type?: string }).type ?? '') || (coordinatorType === 1 && (error as { retriable?: boolean }).retriable === true),
     });
   }
 
@@ -721,14 +724,14 @@ export class RawCluster {
    * written) before this returns, and every earlier holder of the id is fenced.
    */
   async initTransactions(transactionalId: string, transactionTimeoutMs: number): Promise<TransactionalProducer> {
-    const result = await this.atTransactionCoordinator(transactionalId, (broker) => broker.initProducerId({ transactionalId, transactionTimeout: transactionTimeoutMs }));
+    const result = await this.atCoordinator(transactionalId, 1, (broker) => broker.initProducerId({ transactionalId, transactionTimeout: transactionTimeoutMs }));
     return { transactionalId, producerId: BigInt(result.producerId), producerEpoch: result.producerEpoch };
   }
 
   /** AddPartitionsToTxn: the partitions join the producer's transaction (one is begun if none is open). */
   async addPartitionsToTxn(producer: TransactionalProducer, topic: string, partitions: readonly number[]): Promise<void> {
     const { transactionalId, producerId, producerEpoch } = producer;
-    await this.atTransactionCoordinator(transactionalId, (broker) =>
+    await this.atCoordinator(transactionalId, 1, (broker) =>
       broker.addPartitionsToTxn({ transactionalId, producerId: producerId.toString(), producerEpoch, topics: [{ topic, partitions: [...partitions] }] }),
     );
   }
@@ -737,7 +740,7 @@ export class RawCluster {
    *  The markers are written after this returns. */
   async endTxn(producer: TransactionalProducer, commit: boolean): Promise<void> {
     const { transactionalId, producerId, producerEpoch } = producer;
-    await this.atTransactionCoordinator(transactionalId, (broker) => broker.endTxn({ transactionalId, producerId: producerId.toString(), producerEpoch, transactionResult: commit }));
+    await this.atCoordinator(transactionalId, 1, (broker) => broker.endTxn({ transactionalId, producerId: producerId.toString(), producerEpoch, transactionResult: commit }));
   }
 
   private async byLeader(topic: string, partitions: Iterable<number>): Promise<Map<number, number[]>> {
@@ -778,8 +781,9 @@ export class RawCluster {
     await this.connect();
     const byTopic = new Map<string, { partition: number; offset: string }[]>();
     for (const o of offsets) byTopic.set(o.topic, [...(byTopic.get(o.topic) ?? []), { partition: o.partition, offset: o.offset.toString() }]);
-    const coordinator = await this.cluster.findGroupCoordinator({ groupId });
-    await coordinator.offsetCommit({ groupId, groupGenerationId: -1, memberId: '', topics: [...byTopic].map(([topic, partitions]) => ({ topic, partitions })) });
+    await this.atCoordinator(groupId, 0, (coordinator) =>
+      coordinator.offsetCommit({ groupId, groupGenerationId: -1, memberId: '', topics: [...byTopic].map(([topic, partitions]) => ({ topic, partitions })) }),
+    );
   }
 
   /** DeleteRecords at the leaders: each partition's log start moves up to the given offset. */

@@ -2,15 +2,25 @@
 // headers (order and nulls included) and timestamp — over the offsets both should hold. Both sides
 // are read as read_committed consumers see them (control batches and aborted data left out).
 import { createHash } from 'node:crypto';
-import { KmirrorError } from '../domain/errors.ts';
+import { KmirrorError, isKmirrorError } from '../domain/errors.ts';
 import { isGapFiller } from './gap-filler.ts';
 import { AbortedTransactions, IsolationLevel, KafkaAnswerError, type RawCluster } from './protocol.ts';
-import { decodeRecords, type DecodedRecord } from './wire.ts';
+import { crcValid, decodeRecords, type DecodedRecord } from './wire.ts';
 
 export interface VerifyMismatch {
   readonly partition: number;
   readonly offset: string;
-  readonly field: 'missing-on-destination' | 'missing-on-source' | 'key' | 'value' | 'headers' | 'timestamp' | 'log-start' | 'aborted-data-on-destination';
+  readonly field:
+    | 'missing-on-destination'
+    | 'missing-on-source'
+    | 'key'
+    | 'value'
+    | 'headers'
+    | 'timestamp'
+    | 'log-start'
+    | 'aborted-data-on-destination'
+    | 'corrupt-batch-on-source'
+    | 'corrupt-batch-on-destination';
   readonly source: string;
   readonly destination: string;
 }
@@ -26,8 +36,9 @@ export interface PartitionVerification {
 
 /** Committed records of [from, to) in offset order, fetched in chunks (no consumer group). A log
  *  that holds nothing more below `to` (it ends early, or the range was deleted) is an error, never
- *  a silent end: two truncated reads must not compare equal. `onAborted` sees the records of
- *  aborted transactions (what only read_uncommitted consumers see). */
+ *  a silent end: two truncated reads must not compare equal. A batch whose CRC does not match its
+ *  bytes is CORRUPT_RECORD_BATCH (details: baseOffset). `onAborted` sees the records of aborted
+ *  transactions (what only read_uncommitted consumers see). */
 export async function* readCommitted(
   cluster: RawCluster,
   topic: string,
@@ -63,6 +74,13 @@ export async function* readCommitted(
     emptyReads = 0;
     const aborted = new AbortedTransactions(fetched.abortedTransactions);
     for (const batch of fetched.batches) {
+      if (batch.lastOffset >= next && !crcValid(batch)) {
+        throw new KmirrorError('CORRUPT_RECORD_BATCH', `verify: the batch of ${topic}-${partition} at offsets ${batch.baseOffset}–${batch.lastOffset} fails its CRC check`, {
+          topic,
+          partition,
+          baseOffset: batch.baseOffset.toString(),
+        });
+      }
       const hidden = aborted.isAborted(batch);
       if (batch.lastOffset < next) continue;
       if (!hidden) {
@@ -128,8 +146,21 @@ export async function verifyPartition(source: RawCluster, destination: RawCluste
     if (abortedData === undefined && !isGapFiller(r)) abortedData = r;
   });
   let compared = 0;
+  // A corrupt batch on either side ends the comparison as a mismatch at that batch.
+  let corrupt: VerifyMismatch | undefined;
+  const next = async (records: AsyncGenerator<DecodedRecord>, side: 'source' | 'destination'): Promise<IteratorResult<DecodedRecord>> => {
+    try {
+      return await records.next();
+    } catch (err) {
+      if (!isKmirrorError(err, 'CORRUPT_RECORD_BATCH')) throw err;
+      const offset = String(err.details['baseOffset']);
+      corrupt ??= { partition, offset, field: `corrupt-batch-on-${side}`, source: side === 'source' ? err.message : '', destination: side === 'destination' ? err.message : '' };
+      return { done: true, value: undefined };
+    }
+  };
   for (;;) {
-    const [s, d] = await Promise.all([src.next(), dst.next()]);
+    const [s, d] = await Promise.all([next(src, 'source'), next(dst, 'destination')]);
+    if (corrupt !== undefined) return { ...base, equal: false, recordsCompared: compared, firstMismatch: corrupt };
     if (abortedData !== undefined) {
       const r = abortedData;
       return {

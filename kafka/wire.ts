@@ -200,7 +200,7 @@ export function mergedBatch(batches: readonly RawBatch[], stamp: ProducerStamp):
       size += varintSize(body) + body;
       cursor.pos = end;
     }
-    if (cursor.pos !== bytes.length) throw new KmirrorError('INVALID_ARGUMENT', `batch at offset ${batch.baseOffset} has ${bytes.length - cursor.pos} bytes after its last record`);
+    if (cursor.pos !== bytes.length) throw new KmirrorError('CORRUPT_RECORD_BATCH', `batch at offset ${batch.baseOffset} has ${bytes.length - cursor.pos} bytes after its last record`);
   });
   const lastOffsetDelta = Number(expectedBase - 1n - first.baseOffset);
   return {
@@ -264,11 +264,11 @@ class Reader {
     let result = 0;
     for (;;) {
       const byte = this.buf[this.pos++];
-      if (byte === undefined) throw new KmirrorError('INVALID_ARGUMENT', 'truncated varint in record');
+      if (byte === undefined) throw new KmirrorError('CORRUPT_RECORD_BATCH', 'truncated varint in record');
       result += (byte & 0x7f) * 2 ** shift;
       if ((byte & 0x80) === 0) break;
       shift += 7;
-      if (shift > 63) throw new KmirrorError('INVALID_ARGUMENT', 'varint too long in record');
+      if (shift > 63) throw new KmirrorError('CORRUPT_RECORD_BATCH', 'varint too long in record');
     }
     // zigzag
     return result % 2 === 0 ? result / 2 : -(result + 1) / 2;
@@ -322,7 +322,7 @@ const decompressors: Readonly<Record<number, (body: Buffer) => Buffer>> = {
   [Codec.zstd]: zstdDecompressSync,
 };
 
-/** The batch's records section, decompressed. Corrupt or unknown compression is INVALID_ARGUMENT. */
+/** The batch's records section, decompressed. Corrupt or unknown compression is CORRUPT_RECORD_BATCH. */
 function recordsPayload(batch: RawBatch): Buffer {
   const body = batch.bytes.subarray(BATCH_HEADER_BYTES);
   if (batch.codec === Codec.none) return body;
@@ -330,12 +330,12 @@ function recordsPayload(batch: RawBatch): Buffer {
   const decompress = decompressors[batch.codec];
   const details = { codec: codec ?? batch.codec, baseOffset: batch.baseOffset.toString() };
   if (codec === undefined || decompress === undefined) {
-    throw new KmirrorError('INVALID_ARGUMENT', `record batch at offset ${batch.baseOffset} has unknown compression codec ${batch.codec}`, details);
+    throw new KmirrorError('CORRUPT_RECORD_BATCH', `record batch at offset ${batch.baseOffset} has unknown compression codec ${batch.codec}`, details);
   }
   try {
     return decompress(body);
   } catch (err) {
-    throw new KmirrorError('INVALID_ARGUMENT', `cannot decompress the ${codec} records of the batch at offset ${batch.baseOffset}: ${(err as Error).message}`, details, {
+    throw new KmirrorError('CORRUPT_RECORD_BATCH', `cannot decompress the ${codec} records of the batch at offset ${batch.baseOffset}: ${(err as Error).message}`, details, {
       cause: err,
     });
   }
@@ -449,7 +449,7 @@ function readVarint(buf: Buffer, cursor: { pos: number }): number {
       }
     }
   }
-  if (pos > buf.length) throw new KmirrorError('INVALID_ARGUMENT', 'truncated varint in record');
+  if (pos > buf.length) throw new KmirrorError('CORRUPT_RECORD_BATCH', 'truncated varint in record');
   cursor.pos = pos;
   return (raw >>> 1) ^ -(raw & 1);
 }

@@ -5,13 +5,14 @@
 // error format, and no event appended). Every command is a child process (`node --import tsx
 // cli/main.ts`) on this file's database and task queue; controlPlane() supplies both and the worker.
 import type { Producer } from 'kafkajs';
+import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readVar } from '../../config.ts';
 import { readStream } from '../../db/event-store/read-stream.ts';
 import { clusterStreamId, mirrorStreamId } from '../../domain/events.ts';
 import { buildProgram } from '../../cli/program.ts';
 import { readCommitted, verifyPartition } from '../../kafka/verify.ts';
-import { run } from '../support/child.ts';
+import { run, start } from '../support/child.ts';
 import { controlPlane, type ControlPlane } from '../support/control-plane.ts';
 import { allPartitions, messages, sendAll } from '../support/mirror-fixture.ts';
 import { closedPort, randomName, stackConfigEnv, stackEnv } from '../support/stack.ts';
@@ -515,6 +516,67 @@ describe('kmirror lifecycle', () => {
     for (const name of [`${m}-reverse`, m]) expect((await kmirror('delete', name)).code).toBe(0);
   });
 
+  it('a failed partition: describe --failed and --watch show it, retry --accept-records-lost brings it back; a repeated promote joins the running one', async () => {
+    const m = randomName('life-fail');
+    const tp = await t.sourceTopic({ partitions: 2 });
+    t.track(tp);
+    await sendAll(producer, tp, messages(20, 2));
+    for (const args of [['create', m, '--source', 'east', '--destination', 'west', '--on-records-lost', 'fail'], ['start', m, '--topic', tp]]) {
+      const r = await kmirror(...args);
+      expect.soft(r.code, ended(r)).toBe(0);
+    }
+    const both = [0, 1];
+    const destEnds = async () => [...(await t.dest.listOffsets(tp, both, 'latest')).values()];
+    await expect.poll(destEnds, { timeout: 30_000 }).toEqual([10n, 10n]);
+    // Retention overtakes partition 0 while the mirror is paused (DeleteRecords stands in for it).
+    expect((await kmirror('pause', m, '--all-topics')).code).toBe(0);
+    await sendAll(producer, tp, messages(20, 2, { from: 20 }));
+    await t.source.deleteRecords(tp, new Map([[0, 15n]]));
+    expect((await kmirror('resume', m, '--all-topics')).code).toBe(0);
+    let failed: DescribedMirror | undefined;
+    await expect
+      .poll(async () => (failed = await kmirrorJson<DescribedMirror>('describe', m, '--failed')).partitions.map((p) => [p.partition, p.state, p.error?.code]), { timeout: 30_000 })
+      .toEqual([[0, 'FAILED', 'RECORDS_LOST']]);
+    expect(failed!.partitions[0]!.error!.message).toMatch(/10/);
+    const text = await kmirror('describe', m, '--failed');
+    expect(text.stdout).toContain('RECORDS_LOST');
+    expect(text.stdout).not.toMatch(new RegExp(`^${escape(tp)} +1 `, 'm'));
+
+    // --watch prints one object per refresh until interrupted, then exits 0.
+    const watch = start(process.execPath, ['--import', 'tsx', 'cli/main.ts', 'describe', m, '--watch', '--json'], { env });
+    await expect.poll(() => watch.stdout().split('\n').filter((l) => l.startsWith('{')).length, { timeout: 20_000 }).toBeGreaterThanOrEqual(2);
+    watch.process.kill('SIGINT');
+    expect(await watch.exited).toMatchObject({ code: 0 });
+    for (const line of watch.stdout().trimEnd().split('\n')) expect(JSON.parse(line)).toMatchObject({ name: m, partitions: expect.any(Array) });
+
+    // Accepting the loss needs a reason; with one, the partition mirrors again from the source's log start.
+    const noReason = await kmirror('retry', m, '--topic', tp, '--accept-records-lost');
+    expect(noReason.code).toBe(2);
+    const retried = await kmirrorJson<{ result: { retried: number; recordsLostAccepted: string[] } }>('retry', m, '--topic', tp, '--accept-records-lost', '--reason', 'gone for good');
+    expect(retried.result).toMatchObject({ retried: 1, recordsLostAccepted: [tp] });
+    await expect.poll(destEnds, { timeout: 30_000 }).toEqual([20n, 20n]);
+    expect((await kmirrorJson<DescribedMirror>('describe', m, '--failed')).partitions).toEqual([]);
+    expect((await readStream(t.db, mirrorStreamId(m))).filter((e) => e.type === 'RecordsLossAccepted').map((e) => e.metadata.reason)).toEqual(['gone for good']);
+
+    // A promote waits while a source transaction is open; the same request again joins that
+    // workflow (same id, same run) instead of starting a second one.
+    const txnProducer = t.sourceKafka.producer({ transactionalId: randomName('txn'), idempotent: true, maxInFlightRequests: 1 });
+    await txnProducer.connect();
+    const txn = await txnProducer.transaction();
+    await txn.send({ topic: tp, messages: [{ partition: 1, key: 'open', value: 'not yet committed' }] });
+    type Started = { workflowId: string; runId: string };
+    const first = await kmirrorJson<Started>('promote', m, '--all-topics', '--no-wait');
+    const second = await kmirrorJson<Started>('promote', m, '--all-topics', '--no-wait', '--actor', 'someone-else');
+    expect(second).toMatchObject({ workflowId: first.workflowId, runId: first.runId });
+    await txn.commit();
+    await txnProducer.disconnect();
+    const joined = await kmirrorJson<{ workflowId: string; result: { states: Record<string, number> } }>('promote', m, '--all-topics');
+    expect(joined.workflowId).toBe(first.workflowId);
+    expect(joined.result.states).toEqual({ STOPPED: 2 });
+    expect((await readStream(t.db, mirrorStreamId(m))).filter((e) => e.type === 'PartitionStopRequested')).toHaveLength(2);
+    expect((await kmirror('delete', m)).code).toBe(0);
+  });
+
   it('every command has --help with a usage and an example', async () => {
     const program = buildProgram();
     const paths = program.commands.flatMap((c) => [[c.name()], ...c.commands.map((s) => [c.name(), s.name()])]);
@@ -528,6 +590,20 @@ describe('kmirror lifecycle', () => {
       if (!/^Examples?:\n {2}kmirror /m.test(r.stdout)) missing.push(p.join(' '));
     });
     expect(missing, 'commands whose --help has no Example section').toEqual([]);
+  });
+
+  it('history --verify exits 1 naming the first broken link once an event was changed in place (runs last: the chain is global)', async () => {
+    const victim = (await readStream(t.db, stream))[1]!;
+    await sql`alter table events disable trigger events_append_only`.execute(t.db);
+    await sql`update events set metadata = jsonb_set(metadata, '{actor}', '"mallory"') where position = ${victim.position.toString()}::int8`.execute(t.db);
+    await sql`alter table events enable trigger events_append_only`.execute(t.db);
+    const human = await kmirror('history', mirror, '--verify');
+    expect(human.code, ended(human)).toBe(1);
+    expect(human.stderr).toMatch(new RegExp(`^error EVENT_CHAIN_BROKEN: the event log's hash chain breaks at position ${victim.position} \\(stream ${escape(stream)}, version 2\\)`, 'm'));
+    // --json: still one object (the events and the chain's verdict), and exit 1.
+    const json = await kmirror('history', mirror, '--verify', '--json');
+    expect(json.code, ended(json)).toBe(1);
+    expect((JSON.parse(json.stdout) as HistoryJson).chain).toMatchObject({ ok: false, position: String(victim.position), streamId: stream, streamVersion: '2' });
   });
 
   it('no command printed the SASL password', () => {

@@ -1,4 +1,6 @@
 // The copier's invariants (kafka/copier.ts header, DESIGN §5) on the stack's real brokers.
+import { closeSync, existsSync, openSync, readdirSync, readFileSync, writeSync } from 'node:fs';
+import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { CompressionTypes } from 'kafkajs';
@@ -11,6 +13,7 @@ import { decodeRecords, encodeBatch } from '../../kafka/wire.ts';
 import { createPartitionLease } from '../../db/leases.ts';
 import { allPartitions as all, fetchBatches, messages, sendAll, useMirrorFixture, type MirrorFixture } from '../support/mirror-fixture.ts';
 import { randomName } from '../support/stack.ts';
+import { stackDir } from '../../scripts/stack/topology.ts';
 
 const fixture = useMirrorFixture();
 let f: MirrorFixture;
@@ -502,5 +505,49 @@ describe('bounded memory', () => {
     // One fetch may exceed its reservation by at most one batch (the broker always returns one).
     expect(budget.peak).toBeLessThanOrEqual(budget.capacity + 1024 * 1024);
     for (const v of await f.verifyAll(topic, all(40))) expect(v.equal).toBe(true);
+  });
+});
+
+describe('integrity (contract 12)', () => {
+  /** Flip one byte of `marker`'s record in the source broker's log segment of `topic`-`partition`
+   *  (the broker serves it as it is: fetches are not validated), after the marker's own bytes. */
+  function damageSourceSegment(topic: string, partition: number, marker: string): void {
+    const dirs = readdirSync(join(stackDir, 'kafka'))
+      .filter((d) => d.startsWith('source-'))
+      .map((d) => join(stackDir, 'kafka', d, 'data', `${topic}-${partition}`))
+      .filter((d) => existsSync(d));
+    expect(dirs).toHaveLength(1); // replication factor 1: one replica to damage
+    const segment = join(dirs[0]!, '00000000000000000000.log');
+    const at = readFileSync(segment).indexOf(Buffer.from(marker));
+    expect(at).toBeGreaterThan(0);
+    const fd = openSync(segment, 'r+');
+    try {
+      writeSync(fd, Buffer.from('Y'), 0, 1, at + marker.length + 3);
+    } finally {
+      closeSync(fd);
+    }
+  }
+
+  it('halts a partition at a source batch damaged on disk, after copying what precedes it; the others go on', async () => {
+    const topic = await f.topicPair({ partitions: 2 });
+    const producer = await f.producer();
+    // One batch per partition per send: offsets 0–9, 10–19 (the one damaged in partition 0), 20–29.
+    for (const label of ['before', 'victim', 'after']) {
+      await producer.send({ topic, messages: [0, 1].flatMap((partition) => Array.from({ length: 10 }, (_, j) => ({ partition, key: `k${j}`, value: `${label}-${partition}-${j}-${'x'.repeat(40)}` }))) });
+    }
+    damageSourceSegment(topic, 0, 'victim-0-5-');
+    const result = await f.copy({ topic, partitions: all(2), untilCaughtUp: true });
+    const [damaged, intact] = result.partitions;
+    expect(damaged).toMatchObject({ status: 'failed', nextOffset: 10n });
+    expect(damaged!.error).toMatchObject({ code: 'CORRUPT_RECORD_BATCH', details: { topic, partition: 0, baseOffset: '10', lastOffset: '19' } });
+    expect(damaged!.error!.message).toContain('CRC-32C');
+    expect(intact).toMatchObject({ status: 'caught-up', nextOffset: 30n });
+    // Nothing of the damaged batch or after it reached the destination (a fresh CRC would have
+    // made it look valid there); the intact partition is equal record by record.
+    expect(await f.dest.listOffsets(topic, all(2), 'latest')).toEqual(new Map([[0, 10n], [1, 30n]]));
+    // The oracle reports the damage too (it checks CRCs): equal up to the batch, then corrupt.
+    const [onDamaged, onIntact] = await f.verifyAll(topic, all(2));
+    expect(onDamaged).toMatchObject({ equal: false, recordsCompared: 10, firstMismatch: { field: 'corrupt-batch-on-source', offset: '10' } });
+    expect(onIntact).toMatchObject({ equal: true, recordsCompared: 30 });
   });
 });

@@ -247,7 +247,7 @@ describe('compressed RecordBatch v2', () => {
     const body = compression.compress(plain.subarray(BATCH_HEADER_BYTES));
     const err = decodeError(batchWithBody(plain, compression.codec, body.subarray(0, Math.floor(body.length / 2))));
     const codec = codecNames[compression.codec]!;
-    expect(isKmirrorError(err, 'INVALID_ARGUMENT')).toBe(true);
+    expect(isKmirrorError(err, 'CORRUPT_RECORD_BATCH')).toBe(true);
     expect((err as Error).message).toMatch(new RegExp(`^cannot decompress the ${codec} records of the batch at offset 0: .`));
     expect((err as KmirrorError).details).toEqual({ codec, baseOffset: '0' });
   });
@@ -260,7 +260,7 @@ describe('compressed RecordBatch v2', () => {
   ] as const)('%s: bytes that are not %s at all are a KmirrorError', (name, codec) => {
     const plain = encodeBatch(bulky, stamp);
     const err = decodeError(batchWithBody(plain, codec, Buffer.from('these bytes were never compressed')));
-    expect(isKmirrorError(err, 'INVALID_ARGUMENT')).toBe(true);
+    expect(isKmirrorError(err, 'CORRUPT_RECORD_BATCH')).toBe(true);
     expect((err as Error).message).toContain(`cannot decompress the ${name} records`);
   });
 
@@ -269,7 +269,7 @@ describe('compressed RecordBatch v2', () => {
     const body = xerialSnappy(plain.subarray(BATCH_HEADER_BYTES), 1024);
     body.writeInt32BE(body.length, 16); // first block claims more bytes than the whole body
     const err = decodeError(batchWithBody(plain, Codec.snappy, body));
-    expect(isKmirrorError(err, 'INVALID_ARGUMENT')).toBe(true);
+    expect(isKmirrorError(err, 'CORRUPT_RECORD_BATCH')).toBe(true);
     expect((err as Error).message).toMatch(/xerial snappy block at byte 16 declares \d+ bytes/);
   });
 
@@ -277,13 +277,13 @@ describe('compressed RecordBatch v2', () => {
     const plain = encodeBatch(bulky, stamp);
     const body = lz4CompressFrame(plain.subarray(BATCH_HEADER_BYTES), { blockChecksums: true, contentChecksum: true });
     body[body.length - 20]! ^= 0x01;
-    expect(isKmirrorError(decodeError(batchWithBody(plain, Codec.lz4, body)), 'INVALID_ARGUMENT')).toBe(true);
+    expect(isKmirrorError(decodeError(batchWithBody(plain, Codec.lz4, body)), 'CORRUPT_RECORD_BATCH')).toBe(true);
   });
 
   it('an unknown codec id is a KmirrorError', () => {
     const plain = encodeBatch(bulky, stamp);
     const err = decodeError(batchWithBody(plain, 5, plain.subarray(BATCH_HEADER_BYTES)));
-    expect(isKmirrorError(err, 'INVALID_ARGUMENT')).toBe(true);
+    expect(isKmirrorError(err, 'CORRUPT_RECORD_BATCH')).toBe(true);
     expect((err as Error).message).toBe('record batch at offset 0 has unknown compression codec 5');
   });
 });

@@ -1,12 +1,14 @@
 // The control plane on the real stack: createMirror, startTopics, pauseTopics and resumeTopics as
 // Temporal workflows run by a worker built like the product's, the runner copying, and the event
 // log recording each step with who asked. Bad requests fail with their code and append nothing.
+import kafkajs from 'kafkajs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { OperationInputs } from '../../client/index.ts';
 import { readStream } from '../../db/event-store/read-stream.ts';
 import { describeMirror } from '../../db/projections/describe-mirror.ts';
 import { mirrorStreamId } from '../../domain/events.ts';
 import { verifyPartition } from '../../kafka/verify.ts';
+import { createTopicsAndWait } from '../../kafka/admin.ts';
 import { createKafka } from '../../kafka/connection.ts';
 import { messages, sendAll } from '../support/mirror-fixture.ts';
 import { controlPlane, operationsOn, type ControlPlane } from '../support/control-plane.ts';
@@ -186,5 +188,52 @@ describe('auto-discovery', () => {
     expect(grown?.data).toEqual({ topic: first, partitionCount: 3 });
     for (const p of [0, 1, 2]) expect(await verifyPartition(t.source, t.dest, first, p)).toMatchObject({ equal: true });
     await producer.disconnect();
+  });
+});
+
+describe('destination topics', () => {
+  it('start copies the source topic configs minus the exclude list; mirror topics are CreateTime', async () => {
+    const mirror = randomName('m');
+    await run('createMirror', { mirror, sourceCluster: 'src', destinationCluster: 'dst' });
+    const topic = await t.sourceTopic({ configs: { 'retention.ms': '123456789', 'max.message.bytes': '2000000', 'min.insync.replicas': '1', 'message.timestamp.type': 'LogAppendTime' } });
+    await run('startTopics', { mirror, topics: [topic] });
+    const { resources } = await t.destAdmin.describeConfigs({ resources: [{ type: kafkajs.ConfigResourceTypes.TOPIC, name: topic }], includeSynonyms: false });
+    const entry = (name: string) => resources[0]!.configEntries.find((e) => e.configName === name);
+    const TOPIC_CONFIG = 1; // DescribeConfigs source DYNAMIC_TOPIC_CONFIG: set on the topic itself
+    expect(entry('retention.ms')).toMatchObject({ configValue: '123456789', configSource: TOPIC_CONFIG });
+    expect(entry('max.message.bytes')).toMatchObject({ configValue: '2000000', configSource: TOPIC_CONFIG });
+    expect(entry('message.timestamp.type')).toMatchObject({ configValue: 'CreateTime', configSource: TOPIC_CONFIG });
+    expect(entry('min.insync.replicas')!.configSource).not.toBe(TOPIC_CONFIG); // the destination's own choice
+  });
+
+  it('start refuses a destination topic that is not an exact prefix of its source, appending nothing; a prefix is continued', async () => {
+    const mirror = randomName('m');
+    await run('createMirror', { mirror, sourceCluster: 'src', destinationCluster: 'dst' });
+    const sourceProducer = t.sourceKafka.producer({ idempotent: true, maxInFlightRequests: 1 });
+    const destProducer = t.destKafka.producer({ idempotent: true, maxInFlightRequests: 1 });
+    await Promise.all([sourceProducer.connect(), destProducer.connect()]);
+    const record = (i: number) => ({ partition: 0, key: `k${i}`, value: `v${i}`, timestamp: String(1_700_000_000_000 + i) });
+    const pair = async (destPartitions: number, destRecords: ReturnType<typeof record>[]) => {
+      const topic = await t.sourceTopic();
+      await sourceProducer.send({ topic, messages: [0, 1, 2, 3].map(record) });
+      await createTopicsAndWait(t.destAdmin, [{ topic, partitions: destPartitions, replicationFactor: 1, configs: {} }]);
+      if (destRecords.length > 0) await destProducer.send({ topic, messages: destRecords });
+      return topic;
+    };
+    const differs = await pair(1, [record(0), { ...record(1), value: 'written by someone else' }]);
+    const longer = await pair(1, [0, 1, 2, 3, 4].map(record));
+    const partitions = await pair(2, []);
+    const before = (await readStream(t.db, mirrorStreamId(mirror))).length;
+    expect(await refusal('startTopics', { mirror, topics: [differs] })).toMatchObject({ code: 'OFFSET_DIVERGENCE', message: expect.stringContaining('differ from the source\'s at offset 1') });
+    expect(await refusal('startTopics', { mirror, topics: [longer] })).toMatchObject({ code: 'OFFSET_DIVERGENCE', message: expect.stringContaining('beyond the source\'s end 4') });
+    expect(await refusal('startTopics', { mirror, topics: [partitions] })).toMatchObject({ code: 'OFFSET_DIVERGENCE', message: expect.stringContaining('exists with 2 partitions') });
+    expect((await readStream(t.db, mirrorStreamId(mirror))).length).toBe(before);
+
+    // The same first two records on both sides: the mirror goes on from offset 2.
+    const prefix = await pair(1, [record(0), record(1)]);
+    expect(await run('startTopics', { mirror, topics: [prefix] })).toMatchObject({ partitions: 1, states: { MIRRORING: 1 }, topics: [{ topic: prefix, created: false }] });
+    await expect.poll(() => ends('dest', prefix, 1), { timeout: 30_000 }).toEqual([4n]);
+    expect(await verifyPartition(t.source, t.dest, prefix, 0)).toMatchObject({ equal: true, recordsCompared: 4 });
+    await Promise.all([sourceProducer.disconnect(), destProducer.disconnect()]);
   });
 });
