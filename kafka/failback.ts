@@ -8,7 +8,10 @@
 //                                                    after the failover point; archived to a side
 //                                                    topic (or discarded on request), then the
 //                                                    topic is recreated on A and mirrored in full;
-//   the boundary record differs (unclean election) → recreate and mirror in full.
+//   the boundary record differs (unclean election) → recreate and mirror in full; what A holds
+//                                                    from the first offset where A and B differ
+//                                                    (found by bisection: the logs share a prefix,
+//                                                    then part) is a divergent range like a tail.
 // A topic is recreated when any of its partitions needs it.
 import type { Admin } from 'kafkajs';
 import { createTopicsAndWait } from './admin.ts';
@@ -31,7 +34,10 @@ export interface PartitionFailback {
   readonly oldPrimaryEnd: string;
   readonly action: FailbackAction;
   readonly reason: 'in-sync' | 'behind' | 'divergent-tail' | 'boundary-mismatch' | 'no-position' | 'missing';
-  /** [from, to) the old primary took after the failover point; null when there is none. */
+  /** [from, to) of the old primary that the new primary does not hold: the records it took after
+   *  the failover point, or, on a boundary mismatch, everything from the first offset where the
+   *  two logs differ. Archived (or discarded on request) before the topic is recreated; null when
+   *  there is none. */
   readonly divergent: { readonly from: string; readonly to: string } | null;
 }
 
@@ -58,7 +64,11 @@ export async function planFailback(
   topics: readonly { readonly topic: string; readonly partitions: readonly number[] }[],
   recorded: ReadonlyMap<string, { readonly offset: bigint; readonly checksum: string } | null>,
 ): Promise<TopicFailback[]> {
-  const [ends, starts] = await Promise.all([endOffsets(oldPrimary, topics, 'destination'), endOffsets(oldPrimary, topics, 'destination', 'earliest')]);
+  const [ends, starts, newStarts] = await Promise.all([
+    endOffsets(oldPrimary, topics, 'destination'),
+    endOffsets(oldPrimary, topics, 'destination', 'earliest'),
+    endOffsets(newPrimary, topics, 'source', 'earliest'),
+  ]);
   const boundaries = topics.flatMap(({ topic, partitions }) =>
     partitions.flatMap((partition) => {
       const k = partitionKey(topic, partition);
@@ -71,7 +81,7 @@ export async function planFailback(
     }),
   );
   const [onOld, onNew] = await Promise.all([recordsAt(oldPrimary, boundaries), recordsAt(newPrimary, boundaries)]);
-  return topics.map(({ topic, partitions }) => {
+  const plans = topics.map(({ topic, partitions }): { topic: string; action: FailbackAction; partitions: PartitionFailback[] } => {
     const planned = partitions.map((partition): PartitionFailback => {
       const k = partitionKey(topic, partition);
       const end = ends.get(k);
@@ -99,6 +109,38 @@ export async function planFailback(
     });
     return { topic, action: planned.some((p) => p.action === 'recreate') ? 'recreate' : 'continue', partitions: planned };
   });
+  // A boundary mismatch: A's records from where the logs part are A's own (never on B).
+  for (const plan of plans) {
+    for (const [i, p] of plan.partitions.entries()) {
+      if (p.reason !== 'boundary-mismatch') continue;
+      const k = partitionKey(p.topic, p.partition);
+      const end = BigInt(p.oldPrimaryEnd);
+      const lmo = p.lastMirrored === null ? end : BigInt(p.lastMirrored);
+      const start = BigInt(p.oldPrimaryStart) > (newStarts.get(k) ?? 0n) ? BigInt(p.oldPrimaryStart) : (newStarts.get(k) ?? 0n);
+      const from = await divergencePoint(oldPrimary, newPrimary, p.topic, p.partition, start, end < lmo ? end : lmo);
+      plan.partitions[i] = { ...p, divergent: from < end ? { from: from.toString(), to: end.toString() } : null };
+    }
+  }
+  return plans;
+}
+
+/**
+ * The first offset in [lo, hi) where the two clusters' records differ, or hi when none does, by
+ * bisection: correct for logs that share a prefix and differ from some offset on, which is how an
+ * unclean leader election (or any rewrite of A after the failover point) leaves them.
+ */
+async function divergencePoint(a: RawCluster, b: RawCluster, topic: string, partition: number, lo: bigint, hi: bigint): Promise<bigint> {
+  const k = partitionKey(topic, partition);
+  while (lo < hi) {
+    const mid = lo + (hi - lo) / 2n;
+    const wanted = [{ topic, partition, offset: mid }];
+    const [onA, onB] = await Promise.all([recordsAt(a, wanted), recordsAt(b, wanted)]);
+    const x = onA.get(k);
+    const y = onB.get(k);
+    if (x !== undefined && y !== undefined && boundaryChecksum(x, mid) === boundaryChecksum(y, mid)) lo = mid + 1n;
+    else hi = mid;
+  }
+  return lo;
 }
 
 /** The records of each divergent tail of a topic, as read_committed consumers see them. */

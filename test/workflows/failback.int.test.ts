@@ -4,6 +4,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readStream } from '../../db/event-store/read-stream.ts';
 import { mirrorStreamId } from '../../domain/events.ts';
+import { createTopicsAndWait, deleteTopicsAndWait } from '../../kafka/admin.ts';
 import { createKafka } from '../../kafka/connection.ts';
 import { readCommitted, verifyPartition } from '../../kafka/verify.ts';
 import { controlPlane, operationsOn, type ControlPlane } from '../support/control-plane.ts';
@@ -110,6 +111,33 @@ describe('failback', () => {
       data: { topic, action: 'recreate', archiveTopic: null, partitions: [{ divergent: { from: '100', to: '102', records: 2 } }, { divergent: { from: '100', to: '101', records: 1 } }] },
       metadata: { actor: 'oncall', reason: 'the late writes were test traffic' },
     });
+  });
+
+  it('with a boundary mismatch (the old primary rewritten, as an unclean election leaves it): its own records from where the logs part are archived, then the topic is re-mirrored', async () => {
+    const { mirror, topic } = await failedOver();
+    // A's partition 0 now holds the same first 60 records, then 40 of its own; partition 1 is unchanged.
+    const original = messages(200, 2);
+    await deleteTopicsAndWait(t.sourceAdmin, [topic]);
+    await createTopicsAndWait(t.sourceAdmin, [{ topic, partitions: 2, replicationFactor: 1, configs: {} }]);
+    const rewrite = t.sourceKafka.producer({ idempotent: true, maxInFlightRequests: 1 });
+    await rewrite.connect();
+    const own = Array.from({ length: 40 }, (_, i) => ({ partition: 0, key: `own-${i}`, value: 'only on the old primary' }));
+    await sendAll(rewrite, topic, [...original.filter((m) => m.partition === 0).slice(0, 60), ...own, ...original.filter((m) => m.partition === 1)]);
+    await rewrite.disconnect();
+    expect(await ends('source', topic, 2)).toEqual([100n, 100n]);
+
+    const dry = await run('failback', { mirror, dryRun: true });
+    expect(dry.topics).toMatchObject([
+      { topic, action: 'recreate', partitions: [{ reason: 'boundary-mismatch', divergent: { from: '60', to: '100', records: 40 } }, { reason: 'in-sync', divergent: null }] },
+    ]);
+    const result = await run('failback', { mirror });
+    const archiveTopic = result.topics[0]!.archiveTopic!;
+    t.track(archiveTopic);
+    const archived: string[] = [];
+    for await (const r of readCommitted(t.source, archiveTopic, 0, 0n, (await t.source.listOffsets(archiveTopic, [0], 'latest')).get(0)!)) archived.push(`${r.key}@${r.headers.find((h) => h.key === 'kmirror.original.offset')?.value}`);
+    expect(archived).toEqual(own.map((m, i) => `${m.key}@${60 + i}`));
+    expect(await t.source.listOffsets(archiveTopic, [1], 'latest')).toEqual(new Map([[1, 0n]]));
+    await roundTrip(mirror, topic);
   });
 
   it('refuses a mirror that never failed over', async () => {
