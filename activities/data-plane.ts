@@ -173,6 +173,7 @@ export function createDataPlaneActivities(deps: DataPlaneDeps) {
       if (skip.length > 0) {
         log.warn('records lost to source retention before they were mirrored', { mirror, partitions: skip.length, records: total(skip) });
         await record({ type: 'RecordRecordsLost', mirror, losses: skip });
+        metrics.recordsLost(mirror, skip.reduce((n, l) => n + (l.to - l.from), 0n));
       }
       return { fail };
     };

@@ -67,6 +67,7 @@ export class Metrics {
   private readonly counters: Record<(typeof COUNTED)[keyof typeof COUNTED], Counter<'mirror'>>;
   private readonly leaseTakeovers: Counter<'mirror'>;
   private readonly leasesLost: Counter<'mirror'>;
+  private readonly recordsLostCounter: Counter<'mirror'>;
   private readonly groupSyncGroups: Counter<'mirror' | 'result'>;
   private readonly groupSyncClamped: Counter<'mirror'>;
   private readonly groupSyncFailures: Counter<'mirror'>;
@@ -85,6 +86,7 @@ export class Metrics {
       merged: counter('kmirror_merged_batches_total', 'Small source batches that went out merged with others.'),
       resyncs: counter('kmirror_copier_resyncs_total', 'Times a copier re-read destination positions after an error.'),
     };
+    this.recordsLostCounter = counter('kmirror_records_lost_total', "Records the source's retention removed before they were mirrored, recorded and moved past (policy continue, or an accepted loss).");
     this.leaseTakeovers = counter('kmirror_lease_takeovers_total', 'Partition leases taken over from an owner whose lease had expired (a worker died or lost Postgres).');
     this.leasesLost = counter('kmirror_leases_lost_total', 'Copies that stopped because their lease was taken by another owner.');
     this.groupSyncGroups = new Counter({ name: 'kmirror_group_sync_groups_total', help: 'Consumer groups seen by group-offset sync, by result.', labelNames: ['mirror', 'result'] as const, registers });
@@ -263,6 +265,11 @@ export class Metrics {
 
   leaseTakenOver(mirror: string, partitions: number): void {
     if (partitions > 0) this.leaseTakeovers.inc({ mirror }, partitions);
+  }
+
+  /** Records lost to source retention that a copy recorded and moved past. */
+  recordsLost(mirror: string, records: bigint): void {
+    this.recordsLostCounter.inc({ mirror }, Number(records));
   }
 
   leaseLost(mirror: string): void {

@@ -139,9 +139,16 @@ const panels: (Panel | RowPanel)[] = [
       [increase('kmirror_lease_takeovers_total'), '{{mirror}} takeovers'],
       [increase('kmirror_leases_lost_total'), '{{mirror}} lost'],
     ],
-    at: [0, 60, 24],
+    at: [0, 60, 16],
     unit: 'short',
     description: "A takeover: a copy's partitions taken from an owner that stopped renewing (a worker died or lost Postgres).",
+  }),
+  panel({
+    title: 'Records lost to source retention',
+    queries: [[increase('kmirror_records_lost_total'), '{{mirror}}']],
+    at: [16, 60, 8],
+    unit: 'short',
+    description: "Source records retention removed before they were mirrored (never expected; `kmirror describe` counts them per partition).",
   }),
 ];
 

@@ -113,6 +113,7 @@ describe('Metrics', () => {
     m.groupSyncFailed('m1');
     m.leaseTakenOver('m1', 4);
     m.leaseLost('m1');
+    m.recordsLost('m1', 250n);
     m.operationFinished('startTopics', 'completed', 3.2);
     const s = await samples(m);
     expect(s.get('kmirror_group_sync_groups_total{mirror="m1",result="synced"}')).toBe(2);
@@ -122,6 +123,7 @@ describe('Metrics', () => {
     expect(s.get('kmirror_group_sync_last_success_timestamp_seconds{mirror="m1"}')).toBeGreaterThan(Date.now() / 1000 - 60);
     expect(s.get('kmirror_lease_takeovers_total{mirror="m1"}')).toBe(4);
     expect(s.get('kmirror_leases_lost_total{mirror="m1"}')).toBe(1);
+    expect(s.get('kmirror_records_lost_total{mirror="m1"}')).toBe(250);
     expect(s.get('kmirror_operation_duration_seconds_count{operation="startTopics",outcome="completed"}')).toBe(1);
     expect(s.get('kmirror_operation_duration_seconds_bucket{le="5",operation="startTopics",outcome="completed"}')).toBe(1);
     expect(s.get('kmirror_byte_budget_used_bytes')).toBe(300);

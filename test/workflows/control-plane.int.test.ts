@@ -99,6 +99,7 @@ describe('a mirror from the first request to copying', () => {
     expect(lost[0]!.metadata).toMatchObject({ actor: 'kmirror', workflowId: `mirror:${lossMirror}` });
     const described = await describeMirror(t.db, lossMirror);
     expect(described.topics[0]!.partitions.map((p) => p.recordsLost)).toEqual(['70', '0']);
+    expect(await t.metrics!.registry.metrics()).toContain(`kmirror_records_lost_total{mirror="${lossMirror}"} 70\n`);
     for (const p of [0, 1]) expect(await verifyPartition(t.source, t.dest, lossTopic, p)).toMatchObject({ equal: true });
   });
 
