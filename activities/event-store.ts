@@ -136,11 +136,17 @@ export function createEventStoreActivities(deps: { readonly db: Db; readonly aut
 
     /** Partition states of some topics, compactly: one letter per partition (PartitionStates'
      *  index as a character code from 'A'), for operations that poll their progress. */
-    async partitionStates(input: { readonly mirror: string; readonly topics: readonly string[] }): Promise<{ readonly topic: string; readonly states: string }[]> {
+    /** Each topic's partition states, one letter per partition (A = PartitionStates[0], …), and
+     *  their last mirrored offsets (null: none recorded): compact, as a start polls it. */
+    async partitionStates(input: {
+      readonly mirror: string;
+      readonly topics: readonly string[];
+    }): Promise<{ readonly topic: string; readonly states: string; readonly lastMirrored: readonly (string | null)[] }[]> {
       const loaded = await loadMirror(db, input.mirror, input.topics);
       return [...loaded.state.topics].map(([topic, { partitions }]) => ({
         topic,
         states: partitions.map((p) => String.fromCharCode(65 + PartitionStates.indexOf(p.state))).join(''),
+        lastMirrored: partitions.map((p) => p.lastMirrored?.offset.toString() ?? null),
       }));
     },
 

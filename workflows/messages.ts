@@ -66,6 +66,11 @@ export interface PartitionProgress {
   readonly partition: number;
   readonly state: string;
   readonly error?: { readonly code: string; readonly message: string };
+  /** Offsets the operation has read, as decimal strings (null: not known): the last mirrored
+   *  offset (startTopics), both ends (failover, promote: the lag a promote waits on). */
+  readonly lastMirroredOffset?: string | null;
+  readonly destinationEnd?: string | null;
+  readonly sourceEnd?: string | null;
 }
 
 /** Every workflow's `progress` query: the step it is at and its partitions by state. */

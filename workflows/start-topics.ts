@@ -47,7 +47,8 @@ export async function startTopics(input: StartTopicsInput): Promise<StartTopicsR
   let step = 'resolving topics on the source';
   let done = false;
   let resolved: readonly ResolvedTopic[] = [];
-  let states: { topic: string; states: string }[] = [];
+  // (lastMirrored is absent from an activity worker older than it: a rolling upgrade.)
+  let states: { topic: string; states: string; lastMirrored?: readonly (string | null)[] }[] = [];
   setHandler(progressQuery, (options) => {
     const counts: Record<string, number> = {};
     const partitions: PartitionProgress[] = [];
@@ -55,7 +56,7 @@ export async function startTopics(input: StartTopicsInput): Promise<StartTopicsR
       [...t.states].forEach((c, partition) => {
         const state = PartitionStates[c.charCodeAt(0) - 65] ?? 'UNKNOWN';
         counts[state] = (counts[state] ?? 0) + 1;
-        if (options?.summary !== true && partitions.length < 10_000) partitions.push({ topic: t.topic, partition, state });
+        if (options?.summary !== true && partitions.length < 10_000) partitions.push({ topic: t.topic, partition, state, lastMirroredOffset: t.lastMirrored?.[partition] ?? null });
       });
     }
     const total = resolved.reduce((n, t) => n + t.partitionCount, 0);

@@ -106,7 +106,15 @@ export async function stopTopics(mode: 'failover' | 'promote', input: PromoteInp
   let step = 'checking the request';
   let chosen: { topic: string; partition: number; state: string }[] = [];
   let states: Record<string, number> = {};
-  setHandler(progressQuery, () => ({ workflow, mirror, step, done: step === 'done', total: chosen.length, states }));
+  // The offsets last read (a promote re-reads them every second while it waits for the lag).
+  let latest: PartitionOffsets | undefined;
+  setHandler(progressQuery, (options) => {
+    const partitions =
+      options?.summary === true
+        ? undefined
+        : chosen.slice(0, 10_000).map((p, i) => ({ ...p, destinationEnd: latest?.partitions[i]?.destinationEnd ?? null, sourceEnd: latest?.partitions[i]?.sourceEnd ?? null }));
+    return { workflow, mirror, step, done: step === 'done', total: chosen.length, states, ...(partitions ? { partitions } : {}) };
+  });
   const count = (list: readonly { state: string }[]) => {
     const out: Record<string, number> = {};
     for (const p of list) out[p.state] = (out[p.state] ?? 0) + 1;
@@ -120,7 +128,7 @@ export async function stopTopics(mode: 'failover' | 'promote', input: PromoteInp
     states = count(chosen);
     const refs = chosen.map(({ topic, partition }) => ({ topic, partition }));
     step = 'reading offsets on both clusters';
-    let offsets = await short.partitionOffsets({ mirror, partitions: refs });
+    let offsets = (latest = await short.partitionOffsets({ mirror, partitions: refs }));
     const report = (o: PartitionOffsets): StoppedPartition[] =>
       chosen.map((p, i) => {
         const { sourceEnd, destinationEnd } = o.partitions[i]!;
@@ -175,7 +183,7 @@ export async function stopTopics(mode: 'failover' | 'promote', input: PromoteInp
           );
         }
         await sleep('1 second');
-        offsets = await short.partitionOffsets({ mirror, partitions: refs });
+        offsets = latest = await short.partitionOffsets({ mirror, partitions: refs });
       }
     }
 
@@ -197,7 +205,7 @@ export async function stopTopics(mode: 'failover' | 'promote', input: PromoteInp
     }
     step = 'recording the last mirrored positions';
     await short.recordFinalPositions({ mirror, partitions: refs, metadata });
-    const final = await short.partitionOffsets({ mirror, partitions: refs });
+    const final = (latest = await short.partitionOffsets({ mirror, partitions: refs }));
     step = 'lifting the read-only ACLs';
     const topics = [...new Set(refs.map((r) => r.topic))];
     const writable = await short.liftReadOnly({ mirror, topics });

@@ -17,6 +17,7 @@ import { controlPlane, type ControlPlane } from '../support/control-plane.ts';
 import { allPartitions, messages, sendAll } from '../support/mirror-fixture.ts';
 import { closedPort, randomName, stackConfigEnv, stackEnv } from '../support/stack.ts';
 import type { DescribedMirror } from '../../cli/commands/mirrors.ts';
+import { progressQuery } from '../../workflows/messages.ts';
 
 interface CliRun {
   readonly args: readonly string[];
@@ -568,6 +569,16 @@ describe('kmirror lifecycle', () => {
     const first = await kmirrorJson<Started>('promote', m, '--all-topics', '--no-wait');
     const second = await kmirrorJson<Started>('promote', m, '--all-topics', '--no-wait', '--actor', 'someone-else');
     expect(second).toMatchObject({ workflowId: first.workflowId, runId: first.runId });
+    // Its progress query shows what it waits for, per partition, with both ends.
+    const promoting = t.temporal.client.workflow.getHandle(first.workflowId);
+    await expect.poll(async () => (await promoting.query(progressQuery)).step, { timeout: 20_000 }).toBe('waiting until the destination has everything the source has');
+    expect(await promoting.query(progressQuery)).toMatchObject({
+      workflow: 'promote',
+      done: false,
+      total: 2,
+      partitions: both.map((partition) => ({ topic: tp, partition, state: 'MIRRORING', destinationEnd: '20', sourceEnd: '20' })),
+    });
+    expect((await promoting.query(progressQuery, { summary: true })).partitions).toBeUndefined();
     await txn.commit();
     await txnProducer.disconnect();
     const joined = await kmirrorJson<{ workflowId: string; result: { states: Record<string, number> } }>('promote', m, '--all-topics');

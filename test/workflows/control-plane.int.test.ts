@@ -7,6 +7,7 @@ import type { OperationInputs } from '../../client/index.ts';
 import { readStream } from '../../db/event-store/read-stream.ts';
 import { describeMirror } from '../../db/projections/describe-mirror.ts';
 import { mirrorStreamId } from '../../domain/events.ts';
+import { progressQuery } from '../../workflows/messages.ts';
 import { verifyPartition } from '../../kafka/verify.ts';
 import { createTopicsAndWait } from '../../kafka/admin.ts';
 import { createKafka } from '../../kafka/connection.ts';
@@ -48,6 +49,15 @@ describe('a mirror from the first request to copying', () => {
     expect(created).toMatchObject({ mirror, runnerWorkflowId: `mirror:${mirror}`, sourceCluster: { cluster: 'src', brokers: 1 } });
 
     const started = await run('startTopics', { mirror, topics: [topic], actor: 'alice', reason: 'go' });
+    // The progress query of the completed start: every partition, its state and last mirrored offset.
+    const startId = (await readStream(t.db, mirrorStreamId(mirror))).find((e) => e.type === 'MirrorTopicAdded')!.metadata.workflowId!;
+    expect(await t.temporal.client.workflow.getHandle(startId).query(progressQuery)).toMatchObject({
+      workflow: 'startTopics',
+      done: true,
+      total: 3,
+      states: { MIRRORING: 3 },
+      partitions: [0, 1, 2].map((partition) => ({ topic, partition, state: 'MIRRORING', lastMirroredOffset: expect.toBeOneOf([null, expect.stringMatching(/^\d+$/)]) })),
+    });
     expect(started).toMatchObject({ mirror, partitions: 3, states: { MIRRORING: 3 }, failed: [], readOnly: { enforced: true, denied: ['User:app'] } });
     expect(started.topics).toEqual([{ topic, partitionCount: 3, replicationFactor: 1, sourceReplicationFactor: 1, created: true }]);
     await expect.poll(() => ends('dest', topic, 3), { timeout: 30_000 }).toEqual(await ends('source', topic, 3));
