@@ -22,6 +22,9 @@ export const ErrorCodes = [
   'INVALID_CONFIG',
   'INVALID_TOPIC_PATTERN',
   'CLUSTER_UNREACHABLE',
+  /** A cluster refused kmirror's credentials (SASL authentication): the username, password or
+   *  mechanism registered for it is wrong (final: fix it with `kmirror cluster add <name> … --replace`). */
+  'CLUSTER_AUTHENTICATION_FAILED',
   /** A topic the request names does not exist on the cluster it was looked up on. */
   'UNKNOWN_TOPIC',
   'OFFSET_DIVERGENCE',

@@ -32,11 +32,12 @@ function brokerType(err: KafkaLike): string | undefined {
 
 function codeOf(type: string | undefined, retriable: boolean, name: string | undefined): ErrorCode {
   if (type !== undefined) {
-    if (type.includes('AUTHORIZATION') || type === 'SASL_AUTHENTICATION_FAILED' || type === 'CLUSTER_AUTHORIZATION_FAILED') return 'CLUSTER_MIRROR_AUTHORIZATION_FAILED';
+    if (type === 'SASL_AUTHENTICATION_FAILED') return 'CLUSTER_AUTHENTICATION_FAILED';
+    if (type.includes('AUTHORIZATION')) return 'CLUSTER_MIRROR_AUTHORIZATION_FAILED';
     if (type === 'UNKNOWN_TOPIC_OR_PARTITION') return 'UNKNOWN_TOPIC';
     if (type === 'INVALID_TOPIC_EXCEPTION' || type === 'INVALID_REPLICATION_FACTOR' || type === 'INVALID_PARTITIONS' || type === 'INVALID_CONFIG' || type === 'POLICY_VIOLATION') return 'KAFKA_ERROR';
   }
-  if (name === 'KafkaJSSASLAuthenticationError') return 'CLUSTER_MIRROR_AUTHORIZATION_FAILED';
+  if (name === 'KafkaJSSASLAuthenticationError') return 'CLUSTER_AUTHENTICATION_FAILED';
   if (retriable || (name !== undefined && UNREACHABLE.has(name))) return 'CLUSTER_UNREACHABLE';
   return 'KAFKA_ERROR';
 }

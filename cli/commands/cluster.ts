@@ -51,7 +51,7 @@ function connectionOf(options: AddOptions): ClusterConnection {
 }
 
 /** The cluster answers with these credentials (describeCluster), or CLUSTER_UNREACHABLE /
- *  CLUSTER_MIRROR_AUTHORIZATION_FAILED. */
+ *  CLUSTER_AUTHENTICATION_FAILED / CLUSTER_MIRROR_AUTHORIZATION_FAILED (Kafka's ACLs refuse it). */
 export async function checkCluster(name: string, connection: ClusterConnection): Promise<{ clusterId: string; brokers: number }> {
   const admin = createKafka(connection, { retries: 1, connectionTimeoutMs: 3_000, requestTimeoutMs: 10_000 }).admin();
   try {
@@ -59,7 +59,9 @@ export async function checkCluster(name: string, connection: ClusterConnection):
     const described = await admin.describeCluster();
     return { clusterId: described.clusterId, brokers: described.brokers.length };
   } catch (err) {
-    throw kafkaFailure(err, `cluster ${name} (${connection.bootstrap.join(',')}) does not answer`);
+    const where = `cluster ${name} (${connection.bootstrap.join(',')})`;
+    const failure = kafkaFailure(err, where);
+    throw failure.code === 'CLUSTER_UNREACHABLE' ? kafkaFailure(err, `${where} does not answer`) : failure;
   } finally {
     await admin.disconnect().catch(() => undefined);
   }

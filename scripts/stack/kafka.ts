@@ -1,7 +1,8 @@
 // Kafka part of the local stack: the source cluster (1..3 KRaft nodes in combined mode; PLAINTEXT for
 // the anonymous super user, SASL_PLAINTEXT for the least-privileged `mirror` user, StandardAuthorizer)
 // and the destination cluster (1..3 nodes, secured like a real one: SASL_PLAINTEXT/PLAIN on every
-// listener and the StandardAuthorizer; `app` gets an application's grants, `mirror` none). A cluster keeps the node
+// listener, SCRAM-SHA-256/512 too for users added at run time, and the StandardAuthorizer; `app`
+// gets an application's grants, `mirror` none). A cluster keeps the node
 // count it was formatted with until `up --source-nodes/--dest-nodes` re-formats it (its data is
 // discarded). Jars come from Maven Central through Maven.
 import { randomBytes } from 'node:crypto';
@@ -101,7 +102,7 @@ export function javaClientLines(connection: ClusterConnection, prefix = ''): str
   if (connection.sasl) {
     lines.push(
       `${prefix}sasl.mechanism=${connection.sasl.mechanism.toUpperCase()}`,
-      `${prefix}sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required username="${connection.sasl.username}" password="${connection.sasl.password}";`,
+      `${prefix}sasl.jaas.config=org.apache.kafka.common.security.${connection.sasl.mechanism === 'plain' ? 'plain.PlainLoginModule' : 'scram.ScramLoginModule'} required username="${connection.sasl.username}" password="${connection.sasl.password}";`,
     );
   }
   return lines;
@@ -221,6 +222,10 @@ function serverProperties(node: Node, all: Node[]): string {
     'listener.security.protocol.map=SASL_PLAINTEXT:SASL_PLAINTEXT,CONTROLLER:SASL_PLAINTEXT',
     'inter.broker.listener.name=SASL_PLAINTEXT',
     'sasl.enabled.mechanisms=PLAIN',
+    // The clients' listener takes SCRAM too (users added at run time with kafka-configs).
+    'listener.name.sasl_plaintext.sasl.enabled.mechanisms=PLAIN,SCRAM-SHA-256,SCRAM-SHA-512',
+    'listener.name.sasl_plaintext.scram-sha-256.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required;',
+    'listener.name.sasl_plaintext.scram-sha-512.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required;',
     'sasl.mechanism.inter.broker.protocol=PLAIN',
     'sasl.mechanism.controller.protocol=PLAIN',
     `listener.name.sasl_plaintext.plain.sasl.jaas.config=${jaas(users, BROKER_USER)}`,

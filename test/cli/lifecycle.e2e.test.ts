@@ -4,6 +4,10 @@
 // the reverse mirror, delete both, and the failures an operator meets (each an exit code, the common
 // error format, and no event appended). Every command is a child process (`node --import tsx
 // cli/main.ts`) on this file's database and task queue; controlPlane() supplies both and the worker.
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import type { Producer } from 'kafkajs';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -15,7 +19,8 @@ import { readCommitted, verifyPartition } from '../../kafka/verify.ts';
 import { run, start } from '../support/child.ts';
 import { controlPlane, type ControlPlane } from '../support/control-plane.ts';
 import { allPartitions, messages, sendAll } from '../support/mirror-fixture.ts';
-import { closedPort, randomName, stackConfigEnv, stackEnv } from '../support/stack.ts';
+import { closedPort, destConnection, randomName, stackConfigEnv, stackEnv } from '../support/stack.ts';
+import { clientProperties, kafkaJava } from '../../scripts/stack/kafka.ts';
 import type { DescribedMirror } from '../../cli/commands/mirrors.ts';
 import { progressQuery } from '../../workflows/messages.ts';
 
@@ -202,6 +207,33 @@ describe('kmirror lifecycle', () => {
     const [registered] = await readStream(t.db, clusterStreamId('east'));
     expect(registered).toMatchObject({ type: 'ClusterRegistered', metadata: { actor: 'alice' } });
     for (const r of runs) expect(`${r.stdout}${r.stderr}`).not.toContain(password);
+  });
+
+  it('cluster add with SASL/SCRAM: a SCRAM-SHA-512 user authenticates; a wrong password is refused with a code and not printed', async () => {
+    // A SCRAM user on the destination, created as its operators would (kafka-configs).
+    const user = randomName('scram');
+    const secret = randomBytes(12).toString('hex');
+    const admin = clientProperties('lifecycle-dest-super', destConnection());
+    const alter = kafkaJava('kafka.admin.ConfigCommand', ['--bootstrap-server', stackEnv().DEST_BOOTSTRAP!, '--command-config', admin, '--alter', '--add-config', `SCRAM-SHA-512=[iterations=4096,password=${secret}]`, '--entity-type', 'users', '--entity-name', user], '256m');
+    const created = await run(alter.command, alter.args, { timeout: 60_000 });
+    expect(created.code, created.stdout + created.stderr).toBe(0);
+    const dir = mkdtempSync(join(tmpdir(), 'kmirror-scram-'));
+    const file = (name: string, content: string) => {
+      writeFileSync(join(dir, name), content, { mode: 0o600 });
+      return join(dir, name);
+    };
+    const add = (name: string, passwordFile: string) =>
+      kmirror('cluster', 'add', name, '--bootstrap', stackEnv().DEST_BOOTSTRAP!, '--security-protocol', 'SASL_PLAINTEXT', '--sasl-mechanism', 'scram-sha-512', '--username', user, '--password-file', passwordFile, '--json');
+    // SCRAM credentials reach every broker shortly after the change: a few tries.
+    let ok: CliRun | undefined;
+    await expect.poll(async () => (ok = await add('west-scram', file('right', `${secret}\n`))).code, { timeout: 30_000, interval: 1_000 }).toBe(0);
+    expect(JSON.parse(ok!.stdout)).toMatchObject({ name: 'west-scram', connection: { securityProtocol: 'SASL_PLAINTEXT', saslMechanism: 'scram-sha-512', saslUsername: user }, brokers: expect.any(Number) });
+    const wrong = await add('west-scram-wrong', file('wrong', 'not-the-password\n'));
+    expect(wrong.code, ended(wrong)).toBe(1);
+    expect(JSON.parse(wrong.stdout)).toMatchObject({ error: { code: 'CLUSTER_AUTHENTICATION_FAILED', message: expect.stringMatching(/^cluster west-scram-wrong \(.*\): .*SCRAM-SHA-512/) } });
+    expect(await eventCount(clusterStreamId('west-scram-wrong'))).toBe(0);
+    for (const r of runs) expect(`${r.stdout}${r.stderr}`).not.toContain(secret);
+    rmSync(dir, { recursive: true, force: true });
   });
 
   let startWorkflowId: string;

@@ -74,9 +74,9 @@ const nativeParts = {
   dest: slice(serverProps, 'const { destKmirrorPassword', "].join('\\n');\n}"),
 };
 /** 'key=value' literals: settings whose value is fixed. */
-const literals = (part: string): Map<string, string> => new Map([...part.matchAll(/'([a-z][a-z0-9._]*)=([^'$`]*)'/g)].map((m) => [m[1]!, m[2]!]));
+const literals = (part: string): Map<string, string> => new Map([...part.matchAll(/'([a-z][a-z0-9._-]*)=([^'$`]*)'/g)].map((m) => [m[1]!, m[2]!]));
 /** `key=${…}` templates: settings computed per node; their values are checked one by one below. */
-const templated = (part: string): Set<string> => new Set([...part.matchAll(/`([a-z][a-z0-9._]*)=/g)].map((m) => m[1]!));
+const templated = (part: string): Set<string> => new Set([...part.matchAll(/`([a-z][a-z0-9._-]*)=/g)].map((m) => m[1]!));
 const BROKER_USER = /const BROKER_USER = '([^']+)'/.exec(kafkaSource)?.[1];
 const NATIVE_HEAP = /KMIRROR_KAFKA_HEAP \?\? '([^']+)'/.exec(kafkaSource)?.[1];
 

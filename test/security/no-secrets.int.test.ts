@@ -249,8 +249,8 @@ describe('no credential outside the sealed table', () => {
     for (const json of [false, true]) {
       const rejected = await cli(...(json ? ['--json'] : []), 'cluster', 'add', 'rejected', '--bootstrap', env.DEST_BOOTSTRAP!, ...sasl, '--password-file', join(tmp, 'rejected.password'));
       expect(rejected.code, rejected.stdout + rejected.stderr).toBe(1);
-      if (json) expect(JSON.parse(rejected.stdout)).toMatchObject({ error: { code: 'CLUSTER_MIRROR_AUTHORIZATION_FAILED' } });
-      else expect(rejected.stderr).toMatch(/^error CLUSTER_MIRROR_AUTHORIZATION_FAILED: .*SASL/m);
+      if (json) expect(JSON.parse(rejected.stdout)).toMatchObject({ error: { code: 'CLUSTER_AUTHENTICATION_FAILED' } });
+      else expect(rejected.stderr).toMatch(/^error CLUSTER_AUTHENTICATION_FAILED: cluster rejected \(.*\): .*SASL/m);
     }
 
     // A wrong password stored without the check: the worker unseals it, the broker refuses it, and
@@ -258,7 +258,7 @@ describe('no credential outside the sealed table', () => {
     await ok('cluster', 'add', 'unchecked', '--bootstrap', env.DEST_BOOTSTRAP!, ...sasl, '--password-file', join(tmp, 'unchecked.password'), '--no-check');
     const denied = await cli('--json', 'create', deniedMirror, '--source', 'src', '--destination', 'unchecked');
     expect(denied.code, denied.stdout + denied.stderr).toBe(1);
-    expect(JSON.parse(denied.stdout)).toMatchObject({ error: { code: 'CLUSTER_MIRROR_AUTHORIZATION_FAILED' } });
+    expect(JSON.parse(denied.stdout)).toMatchObject({ error: { code: 'CLUSTER_AUTHENTICATION_FAILED' } });
 
     // A mirror into the CLI-registered destination, copying.
     topic = await t.sourceTopic({ partitions: 2 });
@@ -318,7 +318,7 @@ describe('no credential outside the sealed table', () => {
     expect(workerLines.some((l) => l.includes('worker built'))).toBe(true);
     // Activity completions and failures are logged by the SDK at debug/warn: the failure path is in here.
     expect(runtimeLog.lines.length).toBeGreaterThan(50);
-    expect(runtimeLog.lines.some((l) => l.includes('CLUSTER_MIRROR_AUTHORIZATION_FAILED') || l.includes('SASL'))).toBe(true);
+    expect(runtimeLog.lines.some((l) => l.includes('CLUSTER_AUTHENTICATION_FAILED') || l.includes('SASL'))).toBe(true);
     const secrets = allSecrets();
     const found = lines.flatMap((l, i) => leaksIn(l, secrets).map((s) => `log line ${i}: ${s}`));
     console.info(`scanned ${workerLines.length} worker-logger lines, ${runtimeLog.lines.length} runtime-logger lines`);

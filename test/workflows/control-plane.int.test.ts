@@ -17,7 +17,7 @@ import { destAppConnection, randomName } from '../support/stack.ts';
 
 let t: ControlPlane;
 beforeAll(async () => {
-  t = await controlPlane({ env: { KMIRROR_DISCOVERY_INTERVAL_MS: '2000' } });
+  t = await controlPlane({ env: { KMIRROR_DISCOVERY_INTERVAL_MS: '2000', KMIRROR_GROUP_SYNC_INTERVAL_MS: '2000' } });
 });
 afterAll(async () => t?.close());
 
@@ -223,7 +223,9 @@ describe('destination topics', () => {
     const sourceProducer = t.sourceKafka.producer({ idempotent: true, maxInFlightRequests: 1 });
     const destProducer = t.destKafka.producer({ idempotent: true, maxInFlightRequests: 1 });
     await Promise.all([sourceProducer.connect(), destProducer.connect()]);
-    const record = (i: number) => ({ partition: 0, key: `k${i}`, value: `v${i}`, timestamp: String(1_700_000_000_000 + i) });
+    // Recent timestamps: older ones would fall to the source's 7-day time retention mid-test.
+    const base = Date.now() - 60_000;
+    const record = (i: number) => ({ partition: 0, key: `k${i}`, value: `v${i}`, timestamp: String(base + i) });
     const pair = async (destPartitions: number, destRecords: ReturnType<typeof record>[]) => {
       const topic = await t.sourceTopic();
       await sourceProducer.send({ topic, messages: [0, 1, 2, 3].map(record) });
@@ -246,5 +248,19 @@ describe('destination topics', () => {
     await expect.poll(() => ends('dest', prefix, 1), { timeout: 30_000 }).toEqual([4n]);
     expect(await verifyPartition(t.source, t.dest, prefix, 0)).toMatchObject({ equal: true, recordsCompared: 4 });
     await Promise.all([sourceProducer.disconnect(), destProducer.disconnect()]);
+  });
+});
+
+describe('consumer-group offset sync', () => {
+  it("the runner syncs only the groups the mirror's include and exclude patterns select", async () => {
+    const prefix = randomName('g');
+    const { topic } = await mirrored(1, 100, { create: { groups: { include: [`${prefix}-.*`], exclude: [`${prefix}-skip-.*`] } } });
+    const [kept, excluded, other] = [`${prefix}-app`, `${prefix}-skip-app`, randomName('other')];
+    for (const group of [kept, excluded, other]) await t.source.commitGroupOffsets(group, [{ topic, partition: 0, offset: 40n }]);
+    const committed = async (groupId: string) => (await t.destAdmin.fetchOffsets({ groupId, topics: [topic] }))[0]!.partitions[0]!.offset;
+    await expect.poll(() => committed(kept), { timeout: 30_000 }).toBe('40');
+    // The same sync round saw the other two and left them alone; so do the next ones.
+    await new Promise((r) => setTimeout(r, 5_000));
+    expect(await Promise.all([committed(excluded), committed(other)])).toEqual(['-1', '-1']);
   });
 });
