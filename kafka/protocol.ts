@@ -708,14 +708,13 @@ export class RawCluster {
    */
   private async atCoordinator<T>(key: string, coordinatorType: 0 | 1, op: (broker: InternalBroker) => Promise<T>): Promise<T> {
     await this.connect();
-    const coordinatorMoved = ['NOT_COORDINATOR', 'COORDINATOR_NOT_AVAILABLE', 'COORDINATOR_LOAD_IN_PROGRESS'];
     return pRetry(async () => op(await this.cluster.findGroupCoordinator({ groupId: key, coordinatorType })), {
       retries: 1_000,
       minTimeout: 5,
       maxTimeout: 500,
       factor: 2,
       maxRetryTime: 30_000,
-      shouldRetry: ({ error }) => coordinatorMoved.includes((error as { type?: string }).type ?? '') || (coordinatorType === 1 && (error as { retriable?: boolean }).retriable === true),
+      shouldRetry: ({ error }) => coordinatorAnswerClears(error, coordinatorType),
     });
   }
 
@@ -834,4 +833,15 @@ function isRetriableAnswer(err: unknown): boolean {
   const e = err as { retriable?: boolean; partitions?: { error?: { retriable?: boolean } }[] };
   if (e.retriable === true) return true;
   return Array.isArray(e.partitions) && e.partitions.some((p) => p.error?.retriable === true);
+}
+
+/** Kafka's answers (kafkajs' names) while a coordinator loads, is not available or has moved. */
+const COORDINATOR_MOVED: ReadonlySet<string> = new Set(['GROUP_LOAD_IN_PROGRESS', 'GROUP_COORDINATOR_NOT_AVAILABLE', 'NOT_COORDINATOR_FOR_GROUP']);
+
+/** Whether an answer of a group (0) or transaction (1) coordinator clears by itself, so the request
+ *  is worth sending again to the coordinator looked up anew (RawCluster.atCoordinator). A group's
+ *  other retriable answers (REBALANCE_IN_PROGRESS: the group has members) are final for us. */
+export function coordinatorAnswerClears(error: unknown, coordinatorType: 0 | 1): boolean {
+  const { type, retriable } = (error ?? {}) as { type?: string; retriable?: boolean };
+  return COORDINATOR_MOVED.has(type ?? '') || (coordinatorType === 1 && retriable === true);
 }

@@ -4,7 +4,7 @@
 import { createRequire } from 'node:module';
 import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { body, FetchSession, FRAME_ROOM, type FetchPartitionRequest } from '../../kafka/protocol.ts';
+import { body, coordinatorAnswerClears, FetchSession, FRAME_ROOM, type FetchPartitionRequest } from '../../kafka/protocol.ts';
 
 const require = createRequire(import.meta.url);
 const frame = require('kafkajs/src/protocol/request') as (req: { correlationId: number; clientId: string; request: { apiKey: number; apiVersion: number; encode: () => Promise<unknown> } }) => Promise<{ buffer: Buffer; size(): number }>;
@@ -112,5 +112,26 @@ describe('FetchSession (KIP-227): what each fetch names', () => {
     await expect(slow).rejects.toThrow('lost');
     await expect(next).resolves.toBe(2);
     expect(order).toEqual(['first', 'second']);
+  });
+});
+
+describe('coordinatorAnswerClears: which coordinator answers are sent again', () => {
+  // kafkajs' own errors for Kafka's error codes, as its brokers throw them.
+  const { createErrorFromCode } = require('kafkajs/src/protocol/error') as { createErrorFromCode: (code: number) => Error & { type: string; retriable: boolean } };
+  const [loading, notAvailable, notCoordinator, rebalancing, concurrentTxns, unknownMember] = [14, 15, 16, 27, 51, 25].map(createErrorFromCode);
+
+  it('a coordinator loading, not available or moved: again, for groups and transactions', () => {
+    for (const e of [loading, notAvailable, notCoordinator]) {
+      expect(coordinatorAnswerClears(e, 0), e!.type).toBe(true);
+      expect(coordinatorAnswerClears(e, 1), e!.type).toBe(true);
+    }
+  });
+
+  it("a group's other answers are final (a rebalance means the group has members); a transaction's retriable ones are not", () => {
+    expect(coordinatorAnswerClears(rebalancing, 0)).toBe(false);
+    expect(coordinatorAnswerClears(unknownMember, 0)).toBe(false);
+    expect(coordinatorAnswerClears(concurrentTxns, 1)).toBe(true);
+    expect(coordinatorAnswerClears(unknownMember, 1)).toBe(false);
+    expect(coordinatorAnswerClears(new Error('socket hang up'), 0)).toBe(false);
   });
 });
