@@ -168,12 +168,13 @@ export function createDataPlaneActivities(deps: DataPlaneDeps) {
         throw new KmirrorError('INTERNAL', `reading mirror ${mirror}'s policy for records lost failed: ${(err as Error).message}`, {}, { cause: err });
       }
       const fail = losses.filter((l) => !skip.includes(l));
-      const total = (ls: readonly RecordsLoss[]) => ls.reduce((n, l) => n + (l.to - l.from), 0n).toString();
-      if (fail.length > 0) log.warn('records lost to source retention before they were mirrored: failing the partitions (policy fail)', { mirror, partitions: fail.length, records: total(fail) });
+      const total = (ls: readonly RecordsLoss[]) => ls.reduce((n, l) => n + (l.to - l.from), 0n);
+      if (fail.length > 0) log.warn('records lost to source retention before they were mirrored: failing the partitions (policy fail)', { mirror, partitions: fail.length, records: total(fail).toString() });
       if (skip.length > 0) {
-        log.warn('records lost to source retention before they were mirrored', { mirror, partitions: skip.length, records: total(skip) });
+        const lost = total(skip);
+        log.warn('records lost to source retention before they were mirrored', { mirror, partitions: skip.length, records: lost.toString() });
         await record({ type: 'RecordRecordsLost', mirror, losses: skip });
-        metrics.recordsLost(mirror, skip.reduce((n, l) => n + (l.to - l.from), 0n));
+        metrics.recordsLost(mirror, lost);
       }
       return { fail };
     };

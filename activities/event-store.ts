@@ -134,10 +134,8 @@ export function createEventStoreActivities(deps: { readonly db: Db; readonly aut
       return mirrorView(loaded.state);
     },
 
-    /** Partition states of some topics, compactly: one letter per partition (PartitionStates'
-     *  index as a character code from 'A'), for operations that poll their progress. */
     /** Each topic's partition states, one letter per partition (A = PartitionStates[0], …), and
-     *  their last mirrored offsets (null: none recorded): compact, as a start polls it. */
+     *  their last mirrored offsets (null: none recorded): compact, for operations that poll their progress. */
     async partitionStates(input: {
       readonly mirror: string;
       readonly topics: readonly string[];

@@ -81,45 +81,42 @@ export async function planFailback(
     }),
   );
   const [onOld, onNew] = await Promise.all([recordsAt(oldPrimary, boundaries), recordsAt(newPrimary, boundaries)]);
-  const plans = topics.map(({ topic, partitions }): { topic: string; action: FailbackAction; partitions: PartitionFailback[] } => {
-    const planned = partitions.map((partition): PartitionFailback => {
-      const k = partitionKey(topic, partition);
-      const end = ends.get(k);
-      const lmo = recorded.get(k) ?? null;
-      // Gone from the old primary (deleted, or recreated by an earlier run of this failback).
-      if (end === undefined) return { topic, partition, lastMirrored: lmo?.offset.toString() ?? null, oldPrimaryStart: '0', oldPrimaryEnd: '0', action: 'recreate', reason: 'missing', divergent: null };
-      const start = starts.get(k) ?? 0n;
-      const base = { topic, partition, lastMirrored: lmo?.offset.toString() ?? null, oldPrimaryStart: start.toString(), oldPrimaryEnd: end.toString() };
-      if (lmo === null) return { ...base, action: 'recreate', reason: 'no-position', divergent: null };
-      const old = onOld.get(k);
-      // The boundary compared: before LMO, or A's last offset when A ends before LMO.
-      const at = (end < lmo.offset ? end : lmo.offset) - 1n;
-      const same = (checksum: string) => old !== undefined && boundaryChecksum(old, at) === checksum;
-      if (end > lmo.offset) {
-        return { ...base, action: 'recreate', reason: same(lmo.checksum) ? 'divergent-tail' : 'boundary-mismatch', divergent: { from: lmo.offset.toString(), to: end.toString() } };
-      }
-      if (end === lmo.offset) {
-        // Nothing below the log start to compare (retention removed it): trust the offsets.
-        if (old === undefined || same(lmo.checksum)) return { ...base, action: 'continue', reason: 'in-sync', divergent: null };
-        return { ...base, action: 'recreate', reason: 'boundary-mismatch', divergent: null };
-      }
-      const onB = onNew.get(k);
-      const match = old === undefined || (onB !== undefined && boundaryChecksum(old, at) === boundaryChecksum(onB, at));
-      return { ...base, action: match ? 'continue' : 'recreate', reason: match ? 'behind' : 'boundary-mismatch', divergent: null };
-    });
-    return { topic, action: planned.some((p) => p.action === 'recreate') ? 'recreate' : 'continue', partitions: planned };
-  });
-  // A boundary mismatch: A's records from where the logs part are A's own (never on B).
-  for (const plan of plans) {
-    for (const [i, p] of plan.partitions.entries()) {
-      if (p.reason !== 'boundary-mismatch') continue;
-      const k = partitionKey(p.topic, p.partition);
-      const end = BigInt(p.oldPrimaryEnd);
-      const lmo = p.lastMirrored === null ? end : BigInt(p.lastMirrored);
-      const start = BigInt(p.oldPrimaryStart) > (newStarts.get(k) ?? 0n) ? BigInt(p.oldPrimaryStart) : (newStarts.get(k) ?? 0n);
-      const from = await divergencePoint(oldPrimary, newPrimary, p.topic, p.partition, start, end < lmo ? end : lmo);
-      plan.partitions[i] = { ...p, divergent: from < end ? { from: from.toString(), to: end.toString() } : null };
+  const planPartition = async (topic: string, partition: number): Promise<PartitionFailback> => {
+    const k = partitionKey(topic, partition);
+    const end = ends.get(k);
+    const lmo = recorded.get(k) ?? null;
+    // Gone from the old primary (deleted, or recreated by an earlier run of this failback).
+    if (end === undefined) return { topic, partition, lastMirrored: lmo?.offset.toString() ?? null, oldPrimaryStart: '0', oldPrimaryEnd: '0', action: 'recreate', reason: 'missing', divergent: null };
+    const start = starts.get(k) ?? 0n;
+    const base = { topic, partition, lastMirrored: lmo?.offset.toString() ?? null, oldPrimaryStart: start.toString(), oldPrimaryEnd: end.toString() };
+    if (lmo === null) return { ...base, action: 'recreate', reason: 'no-position', divergent: null };
+    const old = onOld.get(k);
+    // The boundary compared: before LMO, or A's last offset when A ends before LMO.
+    const at = (end < lmo.offset ? end : lmo.offset) - 1n;
+    const same = (checksum: string) => old !== undefined && boundaryChecksum(old, at) === checksum;
+    // A boundary mismatch: A's records from where the two logs part are A's own (never on B).
+    const mismatch = async (): Promise<PartitionFailback> => {
+      const newStart = newStarts.get(k) ?? 0n;
+      const from = await divergencePoint(oldPrimary, newPrimary, topic, partition, start > newStart ? start : newStart, at + 1n);
+      return { ...base, action: 'recreate', reason: 'boundary-mismatch', divergent: from < end ? { from: from.toString(), to: end.toString() } : null };
+    };
+    if (end > lmo.offset) {
+      return same(lmo.checksum) ? { ...base, action: 'recreate', reason: 'divergent-tail', divergent: { from: lmo.offset.toString(), to: end.toString() } } : mismatch();
     }
+    if (end === lmo.offset) {
+      // Nothing below the log start to compare (retention removed it): trust the offsets.
+      return old === undefined || same(lmo.checksum) ? { ...base, action: 'continue', reason: 'in-sync', divergent: null } : mismatch();
+    }
+    const onB = onNew.get(k);
+    const match = old === undefined || (onB !== undefined && boundaryChecksum(old, at) === boundaryChecksum(onB, at));
+    return match ? { ...base, action: 'continue', reason: 'behind', divergent: null } : mismatch();
+  };
+  // One partition at a time: a mismatch bisects with a fetch pair per step.
+  const plans: TopicFailback[] = [];
+  for (const { topic, partitions } of topics) {
+    const planned: PartitionFailback[] = [];
+    for (const partition of partitions) planned.push(await planPartition(topic, partition));
+    plans.push({ topic, action: planned.some((p) => p.action === 'recreate') ? 'recreate' : 'continue', partitions: planned });
   }
   return plans;
 }

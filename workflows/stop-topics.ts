@@ -128,7 +128,9 @@ export async function stopTopics(mode: 'failover' | 'promote', input: PromoteInp
     states = count(chosen);
     const refs = chosen.map(({ topic, partition }) => ({ topic, partition }));
     step = 'reading offsets on both clusters';
-    let offsets = (latest = await short.partitionOffsets({ mirror, partitions: refs }));
+    // Every read is kept for the progress query.
+    const readOffsets = async (): Promise<PartitionOffsets> => (latest = await short.partitionOffsets({ mirror, partitions: refs }));
+    let offsets = await readOffsets();
     const report = (o: PartitionOffsets): StoppedPartition[] =>
       chosen.map((p, i) => {
         const { sourceEnd, destinationEnd } = o.partitions[i]!;
@@ -183,7 +185,7 @@ export async function stopTopics(mode: 'failover' | 'promote', input: PromoteInp
           );
         }
         await sleep('1 second');
-        offsets = latest = await short.partitionOffsets({ mirror, partitions: refs });
+        offsets = await readOffsets();
       }
     }
 
@@ -205,7 +207,7 @@ export async function stopTopics(mode: 'failover' | 'promote', input: PromoteInp
     }
     step = 'recording the last mirrored positions';
     await short.recordFinalPositions({ mirror, partitions: refs, metadata });
-    const final = (latest = await short.partitionOffsets({ mirror, partitions: refs }));
+    const final = await readOffsets();
     step = 'lifting the read-only ACLs';
     const topics = [...new Set(refs.map((r) => r.topic))];
     const writable = await short.liftReadOnly({ mirror, topics });
