@@ -3,7 +3,8 @@ import { setHandler } from '@temporalio/workflow';
 import type { RunnerUpdateName } from '../activities/runner.ts';
 import type { PartitionSelection } from '../domain/commands.ts';
 import { asFailure, authorizeRequest, checkRequester, invalid, isStringArray, metadataOf, setSearchAttributes, short, updates } from './common.ts';
-import { progressQuery, type Operation, type Requester, type RunnerChange } from './messages.ts';
+import { progressQuery, type Operation, type PartitionProgress, type Requester, type RunnerChange } from './messages.ts';
+import { partitionsOf, progressOver, withStatesOf } from './progress.ts';
 
 export interface TopicsChangeInput extends Requester {
   readonly mirror: string;
@@ -25,19 +26,23 @@ export async function changeTopics(workflow: Operation, update: RunnerUpdateName
   const { mirror } = input;
   setSearchAttributes({ mirror, workflow, ...(input.topics ? { topics: input.topics } : {}) });
   let step = 'checking the request';
-  let result: RunnerChange | undefined;
-  setHandler(progressQuery, () => ({ workflow, mirror, step, done: result !== undefined, total: result?.partitions ?? 0, states: result?.states ?? {} }));
+  // The request's partitions: their states before the change while the runner works, after it once done.
+  let listed: PartitionProgress[] = [];
+  setHandler(progressQuery, (options) => ({ workflow, mirror, step, done: step === 'done', ...progressOver(listed, options?.summary === true) }));
   try {
     await authorizeRequest(workflow, { mirror, ...(input.topics ? { topics: input.topics } : {}), wholeMirror: input.allTopics === true }, input);
-    await short.requireMirror({ mirror });
+    const view = await short.requireMirror({ mirror });
+    const named = new Set(input.topics ?? []);
+    listed = partitionsOf(input.allTopics === true ? view.topics : view.topics.filter((t) => named.has(t.topic)));
     const partitions: PartitionSelection = input.allTopics === true ? 'all' : [...new Set(input.topics)].map((topic) => ({ topic }));
     const metadata = metadataOf(input);
     step = update === 'pause' ? 'stopping the copies of these partitions' : 'resuming';
-    result = await updates.updateRunner({
+    const result = await updates.updateRunner({
       mirror,
       update,
       request: { partitions, actor: metadata.actor, ...(input.reason ? { reason: input.reason } : {}), workflowId: metadata.workflowId, runId: metadata.runId },
     });
+    listed = withStatesOf(listed, result);
     step = 'done';
     return { mirror, ...result };
   } catch (err) {

@@ -13,7 +13,8 @@ import { ApplicationFailure, executeChild, setHandler, workflowInfo } from '@tem
 import type { PreparedFailback } from '../kafka/failback.ts';
 import { asFailure, authorizeRequest, checkRequester, invalid, isStringArray, metadataOf, setSearchAttributes, short } from './common.ts';
 import { createMirror } from './create-mirror.ts';
-import { progressQuery, type Requester } from './messages.ts';
+import { progressQuery, type PartitionProgress, type Requester } from './messages.ts';
+import { partitionsOf, progressOver } from './progress.ts';
 import { startTopics, type StartTopicsResult } from './start-topics.ts';
 
 export interface FailbackInput extends Requester {
@@ -49,7 +50,10 @@ export async function failback(input: FailbackInput): Promise<FailbackResult> {
   const reverseMirror = reverseMirrorName(mirror);
   setSearchAttributes({ mirror, workflow: 'failback', ...(input.topics ? { topics: input.topics } : {}) });
   let step = 'checking the request';
-  setHandler(progressQuery, () => ({ workflow: 'failback', mirror, step, done: step === 'done', total: 0, states: {} }));
+  // The failed-over partitions it fails back (STOPPED in this mirror); the reverse mirror's own
+  // start reports their progress there.
+  let listed: PartitionProgress[] = [];
+  setHandler(progressQuery, (options) => ({ workflow: 'failback', mirror, step, done: step === 'done', ...progressOver(listed, options?.summary === true) }));
   try {
     await authorizeRequest('failback', { mirror, ...(input.topics ? { topics: input.topics } : {}), wholeMirror: true, alsoAlters: [reverseMirror] }, input);
     const view = await short.requireMirror({ mirror });
@@ -66,6 +70,7 @@ export async function failback(input: FailbackInput): Promise<FailbackResult> {
     if (topics.length === 0) {
       throw ApplicationFailure.nonRetryable(`mirror ${mirror} has no failed-over topic (no topic whose partitions are all STOPPED): there is nothing to fail back; fail over first`, 'MIRROR_TOPIC_NOT_STOPPED');
     }
+    listed = partitionsOf(view.topics.filter((t) => topics.includes(t.topic)));
     const metadata = metadataOf(input);
     const prepare = (dryRun: boolean) =>
       short.prepareFailback({

@@ -34,6 +34,9 @@ export interface RunnerChange {
   readonly partitions: number;
   /** Partition count per state, after the change. */
   readonly states: Readonly<Record<string, number>>;
+  /** Each partition of the request and its state after the change (at most 10,000 listed; absent
+   *  from runners older than this field). */
+  readonly list?: readonly PartitionProgress[];
   /** Partitions that ended FAILED (at most 100 listed). */
   readonly failed: readonly FailedPartition[];
 }

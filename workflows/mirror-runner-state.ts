@@ -7,7 +7,8 @@ import type { MirrorView, TopicView } from '../activities/event-store.ts';
 import type { RunnerConfig } from '../config.ts';
 import type { GroupSyncSummary } from '../kafka/group-offsets.ts';
 import { RetryPolicy, retryDelayMs } from '../machines/partition.ts';
-import type { FailedPartition, RunnerChange } from './messages.ts';
+import type { FailedPartition, OperationProgress, PartitionProgress, RunnerChange } from './messages.ts';
+import { key, LISTED_PARTITIONS, progressOver } from './progress.ts';
 
 export type TaskKind = 'copy' | 'truncate';
 
@@ -46,8 +47,6 @@ interface Entry {
   /** A failure reported by its task and not yet recorded. */
   failing?: boolean;
 }
-
-export const key = (topic: string, partition: number): string => `${topic}\u0000${partition}`;
 
 /** The states a partition's task stops in; a copy runs only for MIRRORING partitions. */
 const WANTS: Readonly<Record<TaskKind, string>> = { copy: 'MIRRORING', truncate: 'LOG_TRUNCATION' };
@@ -276,26 +275,22 @@ export class MirrorRunnerState {
 
   /** The change report of a runner update about `keys`. */
   change(keys: readonly string[]): RunnerChange {
-    const states: Record<string, number> = {};
-    const failed: FailedPartition[] = [];
-    for (const k of keys) {
-      const e = this.entries.get(k);
-      if (e === undefined) continue;
-      states[e.state] = (states[e.state] ?? 0) + 1;
-      if (e.state === 'FAILED' && failed.length < 100) failed.push({ topic: e.topic, partition: e.partition, code: e.error?.code ?? '', message: e.error?.message ?? '' });
-    }
-    return { partitions: keys.length, states, failed };
+    const list = this.listed(keys);
+    const failed: FailedPartition[] = list.filter((p) => p.state === 'FAILED').slice(0, 100).map((p) => ({ topic: p.topic, partition: p.partition, code: p.error?.code ?? '', message: p.error?.message ?? '' }));
+    const { states } = progressOver(list, true);
+    return { partitions: keys.length, states, failed, list: list.slice(0, LISTED_PARTITIONS) };
   }
 
   /** Partitions per state, and the per-partition list, for the progress query. */
-  progress(summary: boolean): { total: number; states: Record<string, number>; partitions?: { topic: string; partition: number; state: string; error?: { code: string; message: string } }[] } {
-    const states: Record<string, number> = {};
-    for (const e of this.entries.values()) states[e.state] = (states[e.state] ?? 0) + 1;
-    if (summary) return { total: this.entries.size, states };
-    const partitions = [...this.entries.values()]
-      .slice(0, 10_000)
-      .map((e) => ({ topic: e.topic, partition: e.partition, state: e.state, ...(e.error ? { error: e.error } : {}) }));
-    return { total: this.entries.size, states, partitions };
+  progress(summary: boolean): Pick<OperationProgress, 'total' | 'states' | 'partitions'> {
+    return progressOver(this.listed([...this.entries.keys()]), summary);
+  }
+
+  private listed(keys: readonly string[]): PartitionProgress[] {
+    return keys.flatMap((k) => {
+      const e = this.entries.get(k);
+      return e === undefined ? [] : [{ topic: e.topic, partition: e.partition, state: e.state, ...(e.error ? { error: e.error } : {}) }];
+    });
   }
 
   runningTasks(kind?: TaskKind): number {

@@ -28,7 +28,8 @@ import {
 import type { MirrorCommandInput } from '../activities/event-store.ts';
 import { asFailure, dataPlane, failureOf, isStop, metadataOf, Mutex, periodic, selectionOf, setSearchAttributes, short, waits } from './common.ts';
 import { pauseUpdate, progressQuery, refreshUpdate, resumeUpdate, retryUpdate, statusQuery, stopUpdate, truncateUpdate, type RunnerRequest } from './messages.ts';
-import { key, MirrorRunnerState, type Task } from './mirror-runner-state.ts';
+import { MirrorRunnerState, type Task } from './mirror-runner-state.ts';
+import { key } from './progress.ts';
 import { startTopics } from './start-topics.ts';
 
 export interface MirrorRunnerInput {

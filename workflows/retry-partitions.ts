@@ -13,7 +13,8 @@
 //   {"mirror": "dr-east", "topics": ["orders"], "acceptRecordsLost": true, "reason": "gap agreed with the owners"}
 import { setHandler } from '@temporalio/workflow';
 import { asFailure, authorizeRequest, checkRequester, invalid, isStringArray, metadataOf, setSearchAttributes, short, updates } from './common.ts';
-import { progressQuery, type Requester, type RunnerChange } from './messages.ts';
+import { progressQuery, type PartitionProgress, type Requester, type RunnerChange } from './messages.ts';
+import { partitionsOf, progressOver, withStatesOf } from './progress.ts';
 import type { PartitionSelection } from '../domain/commands.ts';
 
 export interface RetryPartitionsInput extends Requester {
@@ -46,11 +47,14 @@ export async function retryPartitions(input: RetryPartitionsInput): Promise<Retr
   const { mirror } = input;
   setSearchAttributes({ mirror, workflow: 'retryPartitions', ...(input.topics ? { topics: input.topics } : {}) });
   let step = 'checking the request';
-  setHandler(progressQuery, () => ({ workflow: 'retryPartitions', mirror, step, done: step === 'done', total: 0, states: {} }));
+  // The partitions of the topics retried: their states before the retry, then after it.
+  let listed: PartitionProgress[] = [];
+  setHandler(progressQuery, (options) => ({ workflow: 'retryPartitions', mirror, step, done: step === 'done', ...progressOver(listed, options?.summary === true) }));
   try {
     await authorizeRequest('retryPartitions', { mirror, ...(input.topics ? { topics: input.topics } : {}), wholeMirror: true }, input);
     const view = await short.requireMirror({ mirror });
     const topics = input.topics !== undefined && input.topics.length > 0 ? [...new Set(input.topics)] : view.topics.map((t) => t.topic);
+    listed = partitionsOf(view.topics.filter((t) => topics.includes(t.topic)));
     const metadata = metadataOf(input);
     let overridden: string[] = [];
     if (input.overrideIsrWait === true) {
@@ -72,6 +76,7 @@ export async function retryPartitions(input: RetryPartitionsInput): Promise<Retr
       update: 'retry',
       request: { partitions, actor: metadata.actor, ...(input.reason ? { reason: input.reason } : {}), workflowId: metadata.workflowId, runId: metadata.runId },
     });
+    listed = withStatesOf(listed, change);
     step = 'done';
     return { mirror, retried: failed, isrWaitOverridden: overridden, recordsLostAccepted: accepted, ...change };
   } catch (err) {

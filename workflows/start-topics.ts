@@ -14,6 +14,7 @@ import type { CreatedTopic } from '../kafka/mirror-topics.ts';
 import { PartitionStates } from '../machines/partition.ts';
 import { asFailure, authorizeRequest, checkRequester, invalid, isStringArray, metadataOf, setSearchAttributes, short, updates } from './common.ts';
 import { progressQuery, type FailedPartition, type PartitionProgress, type Requester } from './messages.ts';
+import { LISTED_PARTITIONS } from './progress.ts';
 
 export interface StartTopicsInput extends Requester {
   readonly mirror: string;
@@ -56,7 +57,7 @@ export async function startTopics(input: StartTopicsInput): Promise<StartTopicsR
       [...t.states].forEach((c, partition) => {
         const state = PartitionStates[c.charCodeAt(0) - 65] ?? 'UNKNOWN';
         counts[state] = (counts[state] ?? 0) + 1;
-        if (options?.summary !== true && partitions.length < 10_000) partitions.push({ topic: t.topic, partition, state, lastMirroredOffset: t.lastMirrored?.[partition] ?? null });
+        if (options?.summary !== true && partitions.length < LISTED_PARTITIONS) partitions.push({ topic: t.topic, partition, state, lastMirroredOffset: t.lastMirrored?.[partition] ?? null });
       });
     }
     const total = resolved.reduce((n, t) => n + t.partitionCount, 0);

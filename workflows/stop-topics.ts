@@ -10,7 +10,8 @@ import type { GroupSyncSummary } from '../kafka/group-offsets.ts';
 import type { PartitionOffsets } from '../activities/kafka-admin.ts';
 import type { MirrorView } from '../activities/event-store.ts';
 import { asFailure, authorizeRequest, checkRequester, invalid, isStringArray, metadataOf, selectionOf, setSearchAttributes, short, updates, waits, dataPlane } from './common.ts';
-import { progressQuery, type FailedPartition, type Requester } from './messages.ts';
+import { progressQuery, type FailedPartition, type PartitionProgress, type Requester } from './messages.ts';
+import { partitionsOf, progressOver, withStatesOf } from './progress.ts';
 
 export interface StopTopicsInput extends Requester {
   readonly mirror: string;
@@ -60,7 +61,7 @@ export interface StopTopicsResult {
 const SHAPE = '{"mirror": string, "topics": string[] | "include": string[] | "allTopics": true, "dryRun"?: boolean, "actor"?: string, "reason"?: string}';
 
 /** The mirror's partitions the request names. */
-function choose(workflow: string, view: MirrorView, input: StopTopicsInput): { topic: string; partition: number; state: string }[] {
+function choose(workflow: string, view: MirrorView, input: StopTopicsInput): PartitionProgress[] {
   const known = new Map(view.topics.map((t) => [t.topic, t]));
   let topics: string[];
   if (input.allTopics === true) topics = [...known.keys()];
@@ -80,7 +81,7 @@ function choose(workflow: string, view: MirrorView, input: StopTopicsInput): { t
     if (topics.length === 0) throw ApplicationFailure.nonRetryable(`no topic of mirror ${view.mirror} matches ${input.include!.join(' ')}`, 'TOPIC_NOT_IN_CLUSTER_MIRROR');
   }
   if (topics.length === 0) throw invalid(workflow, `mirror ${view.mirror} has no topics`, SHAPE);
-  return topics.sort().flatMap((topic) => known.get(topic)!.partitions.map((p, partition) => ({ topic, partition, state: p.state })));
+  return partitionsOf(topics.sort().map((topic) => known.get(topic)!));
 }
 
 const behind = (sourceEnd: string | null, destinationEnd: string | null): string | null => {
@@ -104,35 +105,27 @@ export async function stopTopics(mode: 'failover' | 'promote', input: PromoteInp
   const started = Date.now();
   setSearchAttributes({ mirror, workflow, ...(input.topics ? { topics: input.topics } : {}) });
   let step = 'checking the request';
-  let chosen: { topic: string; partition: number; state: string }[] = [];
-  let states: Record<string, number> = {};
+  let chosen: PartitionProgress[] = [];
   // The offsets last read (a promote re-reads them every second while it waits for the lag).
   let latest: PartitionOffsets | undefined;
   setHandler(progressQuery, (options) => {
-    const partitions =
-      options?.summary === true
-        ? undefined
-        : chosen.slice(0, 10_000).map((p, i) => ({ ...p, destinationEnd: latest?.partitions[i]?.destinationEnd ?? null, sourceEnd: latest?.partitions[i]?.sourceEnd ?? null }));
-    return { workflow, mirror, step, done: step === 'done', total: chosen.length, states, ...(partitions ? { partitions } : {}) };
+    const withOffsets = chosen.map((p, i) => ({ ...p, destinationEnd: latest?.partitions[i]?.destinationEnd ?? null, sourceEnd: latest?.partitions[i]?.sourceEnd ?? null }));
+    return { workflow, mirror, step, done: step === 'done', ...progressOver(withOffsets, options?.summary === true) };
   });
-  const count = (list: readonly { state: string }[]) => {
-    const out: Record<string, number> = {};
-    for (const p of list) out[p.state] = (out[p.state] ?? 0) + 1;
-    return out;
-  };
 
   try {
     await authorizeRequest(workflow, { mirror, ...(input.topics ? { topics: input.topics } : {}), ...(input.include ? { include: input.include } : {}), wholeMirror: input.allTopics === true }, input);
     const view = await short.requireMirror({ mirror });
     chosen = choose(workflow, view, input);
-    states = count(chosen);
+    // The result reports each partition's state before the operation; the progress query, as it goes.
+    const before = chosen;
     const refs = chosen.map(({ topic, partition }) => ({ topic, partition }));
     step = 'reading offsets on both clusters';
     // Every read is kept for the progress query.
     const readOffsets = async (): Promise<PartitionOffsets> => (latest = await short.partitionOffsets({ mirror, partitions: refs }));
     let offsets = await readOffsets();
     const report = (o: PartitionOffsets): StoppedPartition[] =>
-      chosen.map((p, i) => {
+      before.map(({ error: _, ...p }, i) => {
         const { sourceEnd, destinationEnd } = o.partitions[i]!;
         // Absent from an activity worker older than this field (a rolling upgrade): not known.
         const sourceHighWatermark = o.partitions[i]!.sourceHighWatermark ?? null;
@@ -141,7 +134,7 @@ export async function stopTopics(mode: 'failover' | 'promote', input: PromoteInp
       });
     if (input.dryRun === true) {
       step = 'done';
-      return { mirror, mode, dryRun: true, durationMs: Date.now() - started, source: offsets.source, partitions: report(offsets), states, failed: [] };
+      return { mirror, mode, dryRun: true, durationMs: Date.now() - started, source: offsets.source, partitions: report(offsets), states: progressOver(chosen, true).states, failed: [] };
     }
     const metadata = metadataOf(input);
     let groupSync: GroupSyncSummary | null = null;
@@ -190,7 +183,7 @@ export async function stopTopics(mode: 'failover' | 'promote', input: PromoteInp
     }
 
     step = 'stopping the copies';
-    await updates.updateRunner({ mirror, update: 'stop', request: { ...request, mode } });
+    chosen = withStatesOf(chosen, await updates.updateRunner({ mirror, update: 'stop', request: { ...request, mode } }));
     if (mode === 'promote') {
       // Records that arrived between the last lag check and the stop: copy them too.
       step = 'copying what arrived while stopping';
@@ -218,7 +211,7 @@ export async function stopTopics(mode: 'failover' | 'promote', input: PromoteInp
     const stopping = now.topics.flatMap((t) => t.partitions.map((p, partition) => ({ topic: t.topic, partition, state: p.state }))).filter((p) => p.state === 'STOPPING');
     if (stopping.length > 0) await short.applyMirrorCommand({ command: { type: 'CompleteStop', mirror, partitions: selectionOf(stopping) }, metadata });
     const change = await updates.updateRunner({ mirror, update: 'refresh', request });
-    states = change.states;
+    chosen = withStatesOf(chosen, change);
     step = 'done';
     return { mirror, mode, dryRun: false, durationMs: Date.now() - started, source: final.source, partitions: report(final), writable, groupSync, states: change.states, failed: change.failed };
   } catch (err) {

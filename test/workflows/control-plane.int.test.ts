@@ -3,7 +3,7 @@
 // log recording each step with who asked. Bad requests fail with their code and append nothing.
 import kafkajs from 'kafkajs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { OperationInputs } from '../../client/index.ts';
+import { awaitOperation, startOperation, type OperationInputs } from '../../client/index.ts';
 import { readStream } from '../../db/event-store/read-stream.ts';
 import { describeMirror } from '../../db/projections/describe-mirror.ts';
 import { mirrorStreamId } from '../../domain/events.ts';
@@ -84,8 +84,12 @@ describe('a mirror from the first request to copying', () => {
   });
 
   it('pause stops fetching (the destination end holds while the source grows); resume catches up', async () => {
-    const paused = await run('pauseTopics', { mirror, topics: [topic], actor: 'bob' });
+    const pause = await startOperation(t.temporal, 'pauseTopics', { mirror, topics: [topic], actor: 'bob' });
+    const paused = await awaitOperation<'pauseTopics'>(pause);
     expect(paused).toMatchObject({ partitions: 3, states: { PAUSED: 3 } });
+    // Per partition, in the result and in the operation's progress query.
+    expect(paused.list).toEqual([0, 1, 2].map((partition) => ({ topic, partition, state: 'PAUSED' })));
+    expect(await pause.query(progressQuery)).toEqual({ workflow: 'pauseTopics', mirror, step: 'done', done: true, total: 3, states: { PAUSED: 3 }, partitions: paused.list });
     const held = await ends('dest', topic, 3);
     const producer = t.sourceKafka.producer({ idempotent: true, maxInFlightRequests: 1 });
     await producer.connect();

@@ -3,7 +3,8 @@
 import { describe, expect, it } from 'vitest';
 import type { TopicView } from '../../activities/event-store.ts';
 import { RetryPolicy, retryDelayMs } from '../../machines/partition.ts';
-import { key, MirrorRunnerState } from '../../workflows/mirror-runner-state.ts';
+import { MirrorRunnerState } from '../../workflows/mirror-runner-state.ts';
+import { key } from '../../workflows/progress.ts';
 
 const settings = { partitionsPerCopier: 4, minCopies: 2, copyHeartbeatTimeoutMs: 10_000, discoveryIntervalMs: 60_000, groupSyncIntervalMs: 10_000, historyLimit: 20_000 };
 /** One copy task per mirror, for the tests about what happens to a task. */
@@ -117,7 +118,14 @@ describe('MirrorRunnerState', () => {
   it('reports changes and progress by state, with FAILED partitions listed', () => {
     const s = new MirrorRunnerState('m', settings);
     s.apply([view('a', ['MIRRORING', 'PAUSED']), view('b', ['FAILED'], { retryable: false, error: { code: 'KAFKA_ERROR', message: 'boom' } })], 0);
-    expect(s.change(s.keysOf('all'))).toEqual({ partitions: 3, states: { MIRRORING: 1, PAUSED: 1, FAILED: 1 }, failed: [{ topic: 'b', partition: 0, code: 'KAFKA_ERROR', message: 'boom' }] });
+    const list = [
+      { topic: 'a', partition: 0, state: 'MIRRORING' },
+      { topic: 'a', partition: 1, state: 'PAUSED' },
+      { topic: 'b', partition: 0, state: 'FAILED', error: { code: 'KAFKA_ERROR', message: 'boom' } },
+    ];
+    expect(s.change(s.keysOf('all'))).toEqual({ partitions: 3, states: { MIRRORING: 1, PAUSED: 1, FAILED: 1 }, failed: [{ topic: 'b', partition: 0, code: 'KAFKA_ERROR', message: 'boom' }], list });
+    expect(s.change(s.keysOf([{ topic: 'a' }]))).toEqual({ partitions: 2, states: { MIRRORING: 1, PAUSED: 1 }, failed: [], list: list.slice(0, 2) });
+    expect(s.progress(false)).toEqual({ total: 3, states: { MIRRORING: 1, PAUSED: 1, FAILED: 1 }, partitions: list });
     expect(s.keysOf([{ topic: 'a', partitions: [1] }])).toEqual([key('a', 1)]);
     expect(s.progress(true)).toEqual({ total: 3, states: { MIRRORING: 1, PAUSED: 1, FAILED: 1 } });
     expect(s.inState(s.keysOf('all'), 'PAUSED')).toEqual([{ topic: 'a', partition: 1 }]);

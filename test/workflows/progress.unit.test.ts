@@ -1,0 +1,41 @@
+// The partition lists of the progress query and of runner changes (workflows/progress.ts).
+import { describe, expect, it } from 'vitest';
+import { LISTED_PARTITIONS, partitionsOf, progressOver, withStatesOf } from '../../workflows/progress.ts';
+
+const failed = { code: 'KAFKA_ERROR', message: 'boom' };
+
+describe('progress lists', () => {
+  it('partitionsOf lists a view topic by topic in partition order, with errors', () => {
+    const partition = (state: string, error: typeof failed | null = null) => ({ state, retryable: null, retryAttempt: 0, error });
+    expect(partitionsOf([{ topic: 'b', partitions: [partition('MIRRORING'), partition('FAILED', failed)] }, { topic: 'a', partitions: [partition('PAUSED')] }])).toEqual([
+      { topic: 'b', partition: 0, state: 'MIRRORING' },
+      { topic: 'b', partition: 1, state: 'FAILED', error: failed },
+      { topic: 'a', partition: 0, state: 'PAUSED' },
+    ]);
+  });
+
+  it('progressOver counts per state and lists at most LISTED_PARTITIONS, none in a summary', () => {
+    const many = Array.from({ length: LISTED_PARTITIONS + 5 }, (_, i) => ({ topic: 't', partition: i, state: i < 5 ? 'PAUSED' : 'MIRRORING' }));
+    const full = progressOver(many);
+    expect(full).toMatchObject({ total: LISTED_PARTITIONS + 5, states: { PAUSED: 5, MIRRORING: LISTED_PARTITIONS } });
+    expect(full.partitions).toHaveLength(LISTED_PARTITIONS);
+    expect(progressOver(many, true)).toEqual({ total: LISTED_PARTITIONS + 5, states: { PAUSED: 5, MIRRORING: LISTED_PARTITIONS } });
+    expect(progressOver([])).toEqual({ total: 0, states: {}, partitions: [] });
+  });
+
+  it('withStatesOf takes the states and errors a change reports, keeps other fields and partitions it does not name', () => {
+    const before = [
+      { topic: 't', partition: 0, state: 'MIRRORING', sourceEnd: '10' },
+      { topic: 't', partition: 1, state: 'FAILED', error: failed },
+      { topic: 'u', partition: 0, state: 'MIRRORING' },
+    ];
+    const after = withStatesOf(before, { list: [{ topic: 't', partition: 0, state: 'FAILED', error: failed }, { topic: 't', partition: 1, state: 'MIRRORING' }] });
+    expect(after).toEqual([
+      { topic: 't', partition: 0, state: 'FAILED', error: failed, sourceEnd: '10' },
+      { topic: 't', partition: 1, state: 'MIRRORING' },
+      { topic: 'u', partition: 0, state: 'MIRRORING' },
+    ]);
+    // A runner older than the list: the states stay as they were.
+    expect(withStatesOf(before, {})).toEqual(before);
+  });
+});
