@@ -29,7 +29,9 @@ export interface BenchControlPlane {
   readonly taskQueue: string;
   /** The worker process (`node --import tsx worker.ts`); its pid is the worker's own. */
   readonly worker: Child;
-  /** Terminate the workflows still running on the task queue, stop the worker (SIGTERM, then
+  /** Start one more worker process on the same database and task queue (stopped by close). */
+  startWorker(): Promise<Child>;
+  /** Terminate the workflows still running on the task queue, stop the workers (SIGTERM, then
    *  SIGKILL after 45 s) and drop the database. */
   close(): Promise<void>;
 }
@@ -45,7 +47,17 @@ export async function startControlPlane(opts: { readonly prefix: string; readonl
   const config = loadConfig(stackConfigEnv({ DATABASE_URL: database.url, TEMPORAL_TASK_QUEUE: taskQueue }));
   const db = createDatabase(database.url, { maxConnections: 2 });
   let temporal: TemporalClient | undefined;
-  let worker: Child | undefined;
+  const workers: Child[] = [];
+  const workerEnv = { ...process.env, ...stackConfigEnv({ DATABASE_URL: database.url, TEMPORAL_TASK_QUEUE: taskQueue, KMIRROR_LOG_LEVEL: 'info', ...opts.env }) };
+  // KMIRROR_BENCH_WORKER_FLAGS: Node flags for the worker, e.g. '--cpu-prof --cpu-prof-dir=/tmp/prof'
+  // (docs/benchmarks.md, "Profiling the worker").
+  const flags = (process.env.KMIRROR_BENCH_WORKER_FLAGS ?? '').split(' ').filter(Boolean);
+  const startWorker = async (): Promise<Child> => {
+    const worker = start(process.execPath, [...flags, '--import', 'tsx', 'worker.ts'], { env: workerEnv });
+    workers.push(worker);
+    await worker.waitForLog((e) => e.msg === 'worker running', 120_000);
+    return worker;
+  };
   const close = async (): Promise<void> => {
     if (temporal !== undefined) {
       for await (const execution of temporal.client.workflow.list({ query: `TaskQueue = '${taskQueue}' AND ExecutionStatus = 'Running'` })) {
@@ -55,9 +67,10 @@ export async function startControlPlane(opts: { readonly prefix: string; readonl
           .catch(() => undefined);
       }
     }
-    if (worker !== undefined && worker.process.exitCode === null && worker.process.signalCode === null) {
+    for (const worker of workers) {
+      if (worker.process.exitCode !== null || worker.process.signalCode !== null) continue;
       worker.process.kill('SIGTERM');
-      const killer = setTimeout(() => worker?.process.kill('SIGKILL'), 45_000);
+      const killer = setTimeout(() => worker.process.kill('SIGKILL'), 45_000);
       await worker.exited;
       clearTimeout(killer);
     }
@@ -71,13 +84,8 @@ export async function startControlPlane(opts: { readonly prefix: string; readonl
     await registerCluster(db, config.secretKey, { cluster: 'src', connection: opts.source }, who);
     await registerCluster(db, config.secretKey, { cluster: 'dst', connection: opts.destination }, who);
     temporal = await connectClient(config);
-    const env = { ...process.env, ...stackConfigEnv({ DATABASE_URL: database.url, TEMPORAL_TASK_QUEUE: taskQueue, KMIRROR_LOG_LEVEL: 'info', ...opts.env }) };
-    // KMIRROR_BENCH_WORKER_FLAGS: Node flags for the worker, e.g. '--cpu-prof --cpu-prof-dir=/tmp/prof'
-    // (docs/benchmarks.md, "Profiling the worker").
-    const flags = (process.env.KMIRROR_BENCH_WORKER_FLAGS ?? '').split(' ').filter(Boolean);
-    worker = start(process.execPath, [...flags, '--import', 'tsx', 'worker.ts'], { env });
-    await worker.waitForLog((e) => e.msg === 'worker running', 120_000);
-    return { config, db, temporal, taskQueue, worker, close };
+    const worker = await startWorker();
+    return { config, db, temporal, taskQueue, worker, startWorker, close };
   } catch (err) {
     await close().catch(() => undefined);
     throw err;

@@ -549,6 +549,36 @@ describe('kmirror lifecycle', () => {
     for (const name of [`${m}-reverse`, m]) expect((await kmirror('delete', name)).code).toBe(0);
   });
 
+  it('failback --discard-divergent drops the divergent tail without a copy; --archive-divergent with it is a usage error', async () => {
+    const m = randomName('life-drop');
+    const tp = await t.sourceTopic({ partitions: 1 });
+    t.track(tp);
+    await sendAll(producer, tp, messages(10, 1));
+    for (const args of [['create', m, '--source', 'east', '--destination', 'west'], ['start', m, '--topic', tp]]) {
+      const r = await kmirror(...args);
+      expect.soft(r.code, ended(r)).toBe(0);
+    }
+    const endOf = async (cluster: 'source' | 'dest') => (await (cluster === 'source' ? t.source : t.dest).listOffsets(tp, [0], 'latest')).get(0)!;
+    await expect.poll(() => endOf('dest'), { timeout: 30_000 }).toBe(10n);
+    expect((await kmirror('failover', m, '--all-topics')).code).toBe(0);
+    await producer.send({ topic: tp, messages: [{ partition: 0, key: 'late', value: 'on the old primary' }] });
+    const both = await kmirror('failback', m, '--archive-divergent', '--discard-divergent');
+    expect(both.code, ended(both)).toBe(2);
+    expect(both.stderr).toContain('--archive-divergent and --discard-divergent exclude each other');
+    type Failback = { result: { topics: { topic: string; action: string; archiveTopic: string | null; partitions: { divergent: { from: string; to: string; records: number | null } | null }[] }[] } };
+    const done = (await kmirrorJson<Failback>('failback', m, '--discard-divergent')).result.topics[0]!;
+    expect(done).toMatchObject({ topic: tp, action: 'recreate', archiveTopic: null, partitions: [{ divergent: { from: '10', to: '11', records: 1 } }] });
+    expect((await t.sourceAdmin.listTopics()).filter((name) => name.startsWith(`${tp}.kmirror-divergent-`))).toEqual([]);
+    // The old primary is the mirror of the new one again: the late record is gone, the rest equal.
+    await expect.poll(() => endOf('source'), { timeout: 60_000 }).toBe(10n);
+    expect(await verifyPartition(t.dest, t.source, tp, 0)).toMatchObject({ equal: true, recordsCompared: 10 });
+    // The audit log says the tail was discarded: recreated with no archive topic.
+    const prepared = (await readStream(t.db, mirrorStreamId(m))).filter((e) => e.type === 'FailbackTopicPrepared');
+    expect(prepared.map((e) => e.data)).toMatchObject([{ topic: tp, action: 'recreate', archiveTopic: null }]);
+    expect((await kmirror('promote', `${m}-reverse`, '--all-topics')).code).toBe(0);
+    for (const name of [`${m}-reverse`, m]) expect((await kmirror('delete', name)).code).toBe(0);
+  });
+
   it('a failed partition: describe --failed and --watch show it, retry --accept-records-lost brings it back; a repeated promote joins the running one', async () => {
     const m = randomName('life-fail');
     const tp = await t.sourceTopic({ partitions: 2 });
@@ -597,6 +627,12 @@ describe('kmirror lifecycle', () => {
     await txnProducer.connect();
     const txn = await txnProducer.transaction();
     await txn.send({ topic: tp, messages: [{ partition: 1, key: 'open', value: 'not yet committed' }] });
+    // With --timeout, a promote that cannot reach a lag of 0 gives up with PROMOTE_TIMEOUT,
+    // pointing to failover, and stops nothing.
+    const timedOut = await kmirror('promote', m, '--all-topics', '--timeout', '2s', '--json');
+    expect(timedOut.code, ended(timedOut)).toBe(1);
+    expect(JSON.parse(timedOut.stdout)).toMatchObject({ error: { code: 'PROMOTE_TIMEOUT', message: expect.stringMatching(/within 2 s.*kmirror failover/) } });
+    expect((await kmirrorJson<DescribedMirror>('describe', m)).partitions.map((p) => p.state)).toEqual(['MIRRORING', 'MIRRORING']);
     type Started = { workflowId: string; runId: string };
     const first = await kmirrorJson<Started>('promote', m, '--all-topics', '--no-wait');
     const second = await kmirrorJson<Started>('promote', m, '--all-topics', '--no-wait', '--actor', 'someone-else');
