@@ -28,7 +28,7 @@ import { parseArgs } from 'node:util';
 import { awaitOperation, startOperation } from '../client/index.ts';
 import { verifyPartition } from '../kafka/verify.ts';
 import type { Child } from '../test/support/child.ts';
-import { messages } from '../test/support/mirror-fixture.ts';
+import { steadyWriter } from '../test/support/mirror-fixture.ts';
 import { randomName } from '../test/support/stack.ts';
 import { startControlPlane, type BenchControlPlane } from './support/control-plane.ts';
 import { median, note, openClusters, range, result, stackUp, sum, type BenchClusters } from './support/mirroring.ts';
@@ -70,29 +70,6 @@ async function leaseHolders(plane: BenchControlPlane, topic: string): Promise<Ma
 /** Records on the destination in `partitions` of `topic`. */
 const destRecords = async (c: BenchClusters, topic: string, partitions: readonly number[]): Promise<bigint> => sum(await c.dest.listOffsets(topic, partitions, 'latest').catch(() => new Map<number, bigint>()));
 
-/** A producer writing `perStep` records every 50 ms until stopped; resolves with how many. */
-function steadyWriter(c: BenchClusters, topic: string): { stop(): Promise<number> } {
-  let writing = true;
-  const done = (async () => {
-    const producer = c.sourceKafka.producer({ idempotent: true, maxInFlightRequests: 1 });
-    await producer.connect();
-    let sent = 0;
-    while (writing) {
-      await producer.send({ topic, messages: messages(perStep, partitionCount, { from: sent }) });
-      sent += perStep;
-      await sleep(50);
-    }
-    await producer.disconnect();
-    return sent;
-  })();
-  return {
-    stop: async () => {
-      writing = false;
-      return done;
-    },
-  };
-}
-
 async function round(plane: BenchControlPlane, workers: Child[], profile: string, n: number): Promise<{ stallMs: number; leaseMs: number }> {
   const mirror = randomName(`takeover-${profile}`);
   const topic = randomName('takeover');
@@ -100,7 +77,7 @@ async function round(plane: BenchControlPlane, workers: Child[], profile: string
   clusters.track(clusters.destAdmin, topic);
   await awaitOperation(await startOperation(plane.temporal, 'createMirror', { mirror, sourceCluster: 'src', destinationCluster: 'dst', actor: 'bench' }));
   await awaitOperation(await startOperation(plane.temporal, 'startTopics', { mirror, topics: [topic], actor: 'bench' }));
-  const writer = steadyWriter(clusters, topic);
+  const writer = steadyWriter(clusters.sourceKafka, topic, partitionCount, perStep);
   const all = range(partitionCount);
   // The destination follows, and every partition's lease is held. (The runner may spread the
   // partitions over copy activities on both workers: the victim is the holder of partition 0, and

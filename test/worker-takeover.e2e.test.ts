@@ -8,7 +8,7 @@ import { awaitOperation, startOperation } from '../client/index.ts';
 import { verifyPartition } from '../kafka/verify.ts';
 import { start, type Child } from './support/child.ts';
 import { controlPlane, type ControlPlane } from './support/control-plane.ts';
-import { messages } from './support/mirror-fixture.ts';
+import { messages, steadyWriter } from './support/mirror-fixture.ts';
 import { randomName, stackConfigEnv } from './support/stack.ts';
 
 let t: ControlPlane;
@@ -48,29 +48,6 @@ async function leaseHolderPid(topic: string): Promise<number | undefined> {
   return live?.owner ? Number(live.owner.split('@')[0]) : undefined;
 }
 
-/** A producer that writes `perTick` records every 50 ms until stopped; returns how many it wrote. */
-function steadyWriter(topic: string, partitions: number) {
-  let writing = true;
-  let sent = 0;
-  const done = (async () => {
-    const producer = t.sourceKafka.producer({ idempotent: true, maxInFlightRequests: 1 });
-    await producer.connect();
-    while (writing) {
-      await producer.send({ topic, messages: messages(20, partitions, { from: sent }) });
-      sent += 20;
-      await new Promise((r) => setTimeout(r, 50));
-    }
-    await producer.disconnect();
-    return sent;
-  })();
-  return {
-    stop: async () => {
-      writing = false;
-      return done;
-    },
-  };
-}
-
 async function mirrorTopic(partitions: number): Promise<{ mirror: string; topic: string }> {
   const mirror = randomName('m');
   const topic = await t.sourceTopic({ partitions });
@@ -101,7 +78,7 @@ describe('a worker killed while it copies', () => {
   it('kill -9 the only worker, start a new one: copying continues; the destination equals the source, nothing duplicated', async () => {
     const first = await startWorker();
     const { topic } = await mirrorTopic(3);
-    const writer = steadyWriter(topic, 3);
+    const writer = steadyWriter(t.sourceKafka, topic, 3);
     await expect.poll(async () => sum((await t.dest.listOffsets(topic, all(3), 'latest')).values()), { timeout: 30_000 }).toBeGreaterThan(200n);
     process.kill(first.process.pid!, 'SIGKILL');
     await first.exited;
@@ -117,7 +94,7 @@ describe('a worker killed while it copies', () => {
     const a = await startWorker();
     const b = await startWorker();
     const { topic } = await mirrorTopic(4);
-    const writer = steadyWriter(topic, 4);
+    const writer = steadyWriter(t.sourceKafka, topic, 4);
     await expect.poll(async () => sum((await t.dest.listOffsets(topic, all(4), 'latest')).values()), { timeout: 30_000 }).toBeGreaterThan(200n);
     const holder = await leaseHolderPid(topic);
     const victim = [a, b].find((w) => w.process.pid === holder);

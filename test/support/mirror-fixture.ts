@@ -133,6 +133,30 @@ export function messages(count: number, partitions: number, opts: { valueBytes?:
   });
 }
 
+/** A producer (idempotent, one request in flight) writing `perStep` messages() to `topic` every
+ *  50 ms until stopped; stop() resolves with how many it wrote (numbered from 0). */
+export function steadyWriter(kafka: Kafka, topic: string, partitions: number, perStep = 20): { stop(): Promise<number> } {
+  let writing = true;
+  const done = (async () => {
+    const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1 });
+    await producer.connect();
+    let sent = 0;
+    while (writing) {
+      await producer.send({ topic, messages: messages(perStep, partitions, { from: sent }) });
+      sent += perStep;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    await producer.disconnect();
+    return sent;
+  })();
+  return {
+    stop: async () => {
+      writing = false;
+      return done;
+    },
+  };
+}
+
 /** Send in chunks (kafkajs builds one request per send). A topic of thousands of partitions
  *  answers NOT_LEADER for a moment after creation, so retriable errors are retried. */
 export async function sendAll(producer: Producer, topic: string, all: readonly Message[], chunk = 500): Promise<void> {
