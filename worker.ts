@@ -152,6 +152,11 @@ export async function createWorker(
       // Heartbeats reach the server within a second: a cancelled copy (pause) learns it promptly.
       defaultHeartbeatThrottleInterval: '1 second',
       maxHeartbeatThrottleInterval: '1 second',
+      // A workflow task waits this long on the sticky queue of the worker that ran the workflow
+      // before any worker may take it (SDK default 10 s). A worker killed with the runner of a
+      // mirror and its copies (copies are dispatched eagerly to the runner's worker) held the
+      // takeover up by that much: bench/takeover.ts, docs/benchmarks.md.
+      stickyQueueScheduleToStartTimeout: '3 seconds',
     });
     log.debug('worker built', { identity });
     return {

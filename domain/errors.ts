@@ -25,6 +25,10 @@ export const ErrorCodes = [
   /** A cluster refused kmirror's credentials (SASL authentication): the username, password or
    *  mechanism registered for it is wrong (final: fix it with `kmirror cluster add <name> … --replace`). */
   'CLUSTER_AUTHENTICATION_FAILED',
+  /** A cluster's ACLs refuse kmirror's principal an operation it needs (details.kafkaError names
+   *  Kafka's refusal, e.g. TOPIC_AUTHORIZATION_FAILED): final until the grant is made
+   *  (docs/security.md lists them). kmirror's own grants refuse with CLUSTER_MIRROR_AUTHORIZATION_FAILED. */
+  'CLUSTER_AUTHORIZATION_FAILED',
   /** A topic the request names does not exist on the cluster it was looked up on. */
   'UNKNOWN_TOPIC',
   'OFFSET_DIVERGENCE',

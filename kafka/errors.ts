@@ -23,19 +23,26 @@ interface KafkaLike {
   originalError?: unknown;
 }
 
-/** The broker's error type inside a kafkajs error (it nests them: retries, per-partition lists). */
-function brokerType(err: KafkaLike): string | undefined {
-  if (typeof err.type === 'string' && err.type !== '') return err.type;
+/** The broker's error answer inside a kafkajs error (it nests them: retries, per-partition lists):
+ *  its type and whether Kafka calls it retriable. */
+function brokerError(err: KafkaLike): { type: string; retriable: boolean } | undefined {
+  if (typeof err.type === 'string' && err.type !== '') return { type: err.type, retriable: err.retriable === true };
   const inner = (err.cause ?? err.originalError) as KafkaLike | undefined;
-  return inner && typeof inner === 'object' ? brokerType(inner) : undefined;
+  return inner && typeof inner === 'object' ? brokerError(inner) : undefined;
 }
 
-function codeOf(type: string | undefined, retriable: boolean, name: string | undefined): ErrorCode {
+/** The code of a Kafka failure: the broker's error type when there is one (`type`, e.g.
+ *  TOPIC_AUTHORIZATION_FAILED) and whether Kafka calls that retriable; without one, kafkajs' error
+ *  class `name` (a connection that failed, retries that ran out) and its own retriable flag. */
+export function kafkaCode(type: string | undefined, retriable: boolean, name?: string): ErrorCode {
   if (type !== undefined) {
     if (type === 'SASL_AUTHENTICATION_FAILED') return 'CLUSTER_AUTHENTICATION_FAILED';
-    if (type.includes('AUTHORIZATION')) return 'CLUSTER_MIRROR_AUTHORIZATION_FAILED';
+    // The cluster's ACLs refuse kmirror's principal (kmirror's own grants refuse with CLUSTER_MIRROR_AUTHORIZATION_FAILED).
+    if (type.includes('AUTHORIZATION')) return 'CLUSTER_AUTHORIZATION_FAILED';
     if (type === 'UNKNOWN_TOPIC_OR_PARTITION') return 'UNKNOWN_TOPIC';
     if (type === 'INVALID_TOPIC_EXCEPTION' || type === 'INVALID_REPLICATION_FACTOR' || type === 'INVALID_PARTITIONS' || type === 'INVALID_CONFIG' || type === 'POLICY_VIOLATION') return 'KAFKA_ERROR';
+    // The broker's answer decides, not the wrapper (retries that ran out around a final answer).
+    return retriable ? 'CLUSTER_UNREACHABLE' : 'KAFKA_ERROR';
   }
   if (name === 'KafkaJSSASLAuthenticationError') return 'CLUSTER_AUTHENTICATION_FAILED';
   if (retriable || (name !== undefined && UNREACHABLE.has(name))) return 'CLUSTER_UNREACHABLE';
@@ -49,8 +56,9 @@ function codeOf(type: string | undefined, retriable: boolean, name: string | und
 export function kafkaFailure(err: unknown, what: string): KmirrorError {
   if (isKmirrorError(err)) return err;
   const e = (err ?? {}) as KafkaLike;
-  const type = brokerType(e);
-  const code = codeOf(type, e.retriable === true, e.name);
+  const broker = brokerError(e);
+  const type = broker?.type;
+  const code = kafkaCode(type, broker?.retriable ?? e.retriable === true, e.name);
   const message = e.message ?? String(err);
   return new KmirrorError(code, `${what}: ${message}`, type === undefined ? {} : { kafkaError: type }, { cause: err });
 }

@@ -287,7 +287,7 @@ const matches = (resource: { resourceName: string; resourcePatternType: number }
 function aclsUnmanageable(err: unknown): string {
   const failure = kafkaFailure(err, 'describe the destination ACLs');
   if (failure.details.kafkaError === 'SECURITY_DISABLED') return 'the destination has no authorizer';
-  if (failure.code === 'CLUSTER_MIRROR_AUTHORIZATION_FAILED') return 'kmirror may not manage ACLs on the destination';
+  if (failure.code === 'CLUSTER_AUTHORIZATION_FAILED') return 'kmirror may not manage ACLs on the destination';
   throw failure;
 }
 

@@ -23,6 +23,7 @@ import type { Kafka } from 'kafkajs';
 import pRetry from 'p-retry';
 import { KmirrorError } from '../domain/errors.ts';
 import { controlType, splitBatches, type InPlaceBatch, type RawBatch } from './wire.ts';
+import { kafkaCode } from './errors.ts';
 
 const require = createRequire(import.meta.url);
 const { createErrorFromCode } = require('kafkajs/src/protocol/error') as {
@@ -823,7 +824,7 @@ export class KafkaAnswerError extends KmirrorError {
     message: string,
     readonly kafka: KafkaErrorInfo,
   ) {
-    super(kafka.retriable ? 'CLUSTER_UNREACHABLE' : kafka.type.includes('AUTHORIZATION') ? 'CLUSTER_MIRROR_AUTHORIZATION_FAILED' : 'KAFKA_ERROR', message, { kafkaError: kafka.type });
+    super(kafkaCode(kafka.type, kafka.retriable), message, { kafkaError: kafka.type });
   }
 }
 

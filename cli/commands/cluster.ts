@@ -51,7 +51,7 @@ function connectionOf(options: AddOptions): ClusterConnection {
 }
 
 /** The cluster answers with these credentials (describeCluster), or CLUSTER_UNREACHABLE /
- *  CLUSTER_AUTHENTICATION_FAILED / CLUSTER_MIRROR_AUTHORIZATION_FAILED (Kafka's ACLs refuse it). */
+ *  CLUSTER_AUTHENTICATION_FAILED / CLUSTER_AUTHORIZATION_FAILED (Kafka's ACLs refuse it). */
 export async function checkCluster(name: string, connection: ClusterConnection): Promise<{ clusterId: string; brokers: number }> {
   const admin = createKafka(connection, { retries: 1, connectionTimeoutMs: 3_000, requestTimeoutMs: 10_000 }).admin();
   try {

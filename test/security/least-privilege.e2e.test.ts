@@ -154,13 +154,20 @@ describe('kmirror with exactly the Kafka ACLs docs/security.md lists', () => {
   let plain: string;
   let transactional: string;
 
-  it('without any grant, start is refused (UNKNOWN_TOPIC, naming the missing Describe grant) and nothing is appended', async () => {
+  it('without any grant, start is refused (UNKNOWN_TOPIC, naming the missing Describe grant); with the source grants only, CLUSTER_AUTHORIZATION_FAILED; nothing is appended', async () => {
     plain = await sourceTopic('plain');
     await run('createMirror', { mirror, sourceCluster: 'lp-src', destinationCluster: 'lp-dst' });
     const before = await readStream(t.db, mirrorStreamId(mirror));
     const refused = await refusal('startTopics', { mirror, topics: [plain] });
     // Kafka lists only the topics a principal may Describe, so the topic looks absent; the message says why it may be.
     expect(refused).toMatchObject({ code: 'UNKNOWN_TOPIC', message: expect.stringContaining('may not Describe it') });
+    expect((await readStream(t.db, mirrorStreamId(mirror))).length).toBe(before.length);
+    // With the source's grants but none on the destination, creating the mirror topic is refused
+    // by Kafka's ACLs: CLUSTER_AUTHORIZATION_FAILED naming Kafka's refusal (not kmirror's own
+    // CLUSTER_MIRROR_AUTHORIZATION_FAILED), nothing appended.
+    expect(grant('source')).toBe(2);
+    const denied = await refusal('startTopics', { mirror, topics: [plain] });
+    expect(denied).toMatchObject({ code: 'CLUSTER_AUTHORIZATION_FAILED', message: expect.stringMatching(/AUTHORIZATION_FAILED|not authorized/i) });
     expect((await readStream(t.db, mirrorStreamId(mirror))).length).toBe(before.length);
   });
 

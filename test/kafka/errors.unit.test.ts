@@ -1,0 +1,37 @@
+// The one Kafka-error → code mapping (kafka/errors.ts), fed kafkajs' own error objects, and the
+// per-partition answers RawCluster throws (KafkaAnswerError) mapped by the same table.
+import { createRequire } from 'node:module';
+import kafkajs from 'kafkajs';
+import { describe, expect, it } from 'vitest';
+import { kafkaFailure } from '../../kafka/errors.ts';
+import { KafkaAnswerError, kafkaError } from '../../kafka/protocol.ts';
+
+const require = createRequire(import.meta.url);
+const { createErrorFromCode } = require('kafkajs/src/protocol/error') as { createErrorFromCode: (code: number) => Error & { type: string; retriable: boolean } };
+const { KafkaJSConnectionError, KafkaJSNumberOfRetriesExceeded } = kafkajs;
+// Its declared constructor takes no argument; kafkajs' SASL authenticators pass the message.
+const { KafkaJSSASLAuthenticationError } = require('kafkajs/src/errors') as { KafkaJSSASLAuthenticationError: new (message: string) => Error };
+
+describe('Kafka errors → codes', () => {
+  it.each([
+    [29, 'TOPIC_AUTHORIZATION_FAILED', 'CLUSTER_AUTHORIZATION_FAILED', false],
+    [31, 'CLUSTER_AUTHORIZATION_FAILED', 'CLUSTER_AUTHORIZATION_FAILED', false],
+    [53, 'TRANSACTIONAL_ID_AUTHORIZATION_FAILED', 'CLUSTER_AUTHORIZATION_FAILED', false],
+    [3, 'UNKNOWN_TOPIC_OR_PARTITION', 'UNKNOWN_TOPIC', true],
+    [6, 'NOT_LEADER_FOR_PARTITION', 'CLUSTER_UNREACHABLE', true],
+    [38, 'INVALID_REPLICATION_FACTOR', 'KAFKA_ERROR', false],
+    [87, 'INVALID_RECORD', 'KAFKA_ERROR', false],
+  ])('broker error %i (%s) is %s, retryable %s — thrown by kafkajs or answered per partition', (code, type, expected, retryable) => {
+    const thrown = kafkaFailure(createErrorFromCode(code), 'create topics on cluster west');
+    expect(thrown).toMatchObject({ code: expected, retryable, details: { kafkaError: type } });
+    expect(thrown.message).toMatch(/^create topics on cluster west: /);
+    // Nested as kafkajs nests it (retries exhausted around the broker's answer): the same code.
+    expect(kafkaFailure(new KafkaJSNumberOfRetriesExceeded(createErrorFromCode(code), { retryCount: 5, retryTime: 1000 }), 'x')).toMatchObject({ code: expected });
+    expect(new KafkaAnswerError(`list offsets t-0: ${type}`, kafkaError(code)!)).toMatchObject({ code: expected, retryable, details: { kafkaError: type } });
+  });
+
+  it('connection failures are CLUSTER_UNREACHABLE (retryable), refused credentials CLUSTER_AUTHENTICATION_FAILED (final)', () => {
+    expect(kafkaFailure(new KafkaJSConnectionError('Connection error: connect ECONNREFUSED 127.0.0.1:1'), 'cluster east')).toMatchObject({ code: 'CLUSTER_UNREACHABLE', retryable: true });
+    expect(kafkaFailure(new KafkaJSSASLAuthenticationError('SASL PLAIN authentication failed'), 'cluster east')).toMatchObject({ code: 'CLUSTER_AUTHENTICATION_FAILED', retryable: false });
+  });
+});
