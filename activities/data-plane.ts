@@ -11,6 +11,7 @@ import { createPartitionLease } from '../db/leases.ts';
 import { executeMirrorCommand } from '../db/mirror-store.ts';
 import type { MirrorCommand } from '../domain/commands.ts';
 import { KmirrorError } from '../domain/errors.ts';
+import { asKmirrorError } from './edge.ts';
 import { recordsLost } from '../db/projections/records-lost.ts';
 import type { ByteBudget } from '../kafka/budget.ts';
 import { align, boundaryChecksum, copy, partitionKey, recordsAt, type CopyRequest, type RecordsLoss, type CopyResult, type MirroredPosition, type TopicPartitions } from '../kafka/copier.ts';
@@ -165,7 +166,8 @@ export function createDataPlaneActivities(deps: DataPlaneDeps) {
         const view = await recordsLost(db, mirror);
         skip = losses.filter((l) => view.mayContinue(l.topic, l.partition));
       } catch (err) {
-        throw new KmirrorError('INTERNAL', `reading mirror ${mirror}'s policy for records lost failed: ${(err as Error).message}`, {}, { cause: err });
+        const failure = asKmirrorError(err);
+        throw new KmirrorError(failure.code, `reading mirror ${mirror}'s policy for records lost failed: ${failure.message}`, failure.details, { cause: err });
       }
       const fail = losses.filter((l) => !skip.includes(l));
       const total = (ls: readonly RecordsLoss[]) => ls.reduce((n, l) => n + (l.to - l.from), 0n);

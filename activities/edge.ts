@@ -2,19 +2,36 @@
 // ApplicationFailure whose type is the error code and whose nonRetryable flag follows the code's
 // retry table, with a redacted message and plain-JSON details — never a stack of kafkajs or pg
 // internals, never a credential. Cancellation passes through untouched.
+import { isGrpcServiceError, ServiceError } from '@temporalio/client';
 import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
+import { databaseFailure } from '../db/errors.ts';
 import { isKmirrorError, KmirrorError } from '../domain/errors.ts';
 import { kafkaFailure } from '../kafka/errors.ts';
 import { redactString } from '../log.ts';
 
+/** gRPC status codes of a Temporal server that is away or overloaded: DEADLINE_EXCEEDED,
+ *  RESOURCE_EXHAUSTED, UNAVAILABLE. */
+const TEMPORAL_AWAY = new Set([4, 8, 14]);
+
+/** A Temporal client call (the runner's updates) that failed because the server is away. */
+function temporalFailure(err: unknown): KmirrorError | undefined {
+  const grpc = isGrpcServiceError(err) ? err : err instanceof ServiceError && isGrpcServiceError(err.cause) ? err.cause : undefined;
+  if (grpc === undefined || !TEMPORAL_AWAY.has(grpc.code)) return undefined;
+  return new KmirrorError('TEMPORAL_UNREACHABLE', `Temporal did not answer: ${(err as Error).message}`, { grpcCode: grpc.code }, { cause: err });
+}
+
+/** Anything thrown, as a KmirrorError: ours as they are, Kafka's by the one Kafka mapping, Postgres
+ *  and Temporal being away as their retryable codes, anything else INTERNAL (final). */
+export function asKmirrorError(err: unknown): KmirrorError {
+  if (isKmirrorError(err)) return err;
+  if ((err as { name?: string })?.name?.startsWith('KafkaJS') === true) return kafkaFailure(err, 'Kafka request failed');
+  return databaseFailure(err) ?? temporalFailure(err) ?? new KmirrorError('INTERNAL', err instanceof Error ? err.message : String(err), {}, { cause: err });
+}
+
 /** Anything thrown, as the failure Temporal records. */
 export function toApplicationFailure(err: unknown): Error {
   if (err instanceof ApplicationFailure || err instanceof CancelledFailure) return err;
-  const known: KmirrorError = isKmirrorError(err)
-    ? err
-    : (err as { name?: string })?.name?.startsWith('KafkaJS') === true
-      ? kafkaFailure(err, 'Kafka request failed')
-      : new KmirrorError('INTERNAL', err instanceof Error ? err.message : String(err));
+  const known = asKmirrorError(err);
   return ApplicationFailure.create({
     type: known.code,
     message: redactString(known.message),

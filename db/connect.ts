@@ -15,19 +15,25 @@ export interface DatabaseOptions {
   readonly maxConnections?: number;
   /** kysely's query log hook (tests count statements with it). */
   readonly log?: LogConfig;
-  /** An idle pooled connection failed (server restart, terminated backend). The pool has already
-   *  dropped it and the next query opens a new one; default: a process warning. */
-  readonly onIdleError?: (err: Error) => void;
+  /** A pooled connection failed (server restart, terminated backend), idle or in use (its query has
+   *  failed then). The pool drops it and the next query opens a new one; default: a process warning. */
+  readonly onConnectionError?: (err: Error) => void;
 }
 
 export function createDatabase(url: string, options: DatabaseOptions = {}): Db {
   const pool = new pg.Pool({ connectionString: url, max: options.maxConnections ?? 10, types });
-  pool.on('error', options.onIdleError ?? ((err) => process.emitWarning(`postgres: idle connection closed: ${err.message}`)));
+  const onConnectionError = options.onConnectionError ?? ((err: Error) => process.emitWarning(`postgres: connection closed: ${err.message}`));
+  pool.on('error', onConnectionError);
   // pg's pool.end() resolves before its connections have closed; destroy() must not return while
   // the server still has them (a following DROP DATABASE … WITH (FORCE) would kill them mid-close).
   const open = new Set<pg.Client>();
   pool.on('connect', (client) => {
     open.add(client);
+    // A checked-out client whose connection ends (terminated backend, server restart) emits 'error'
+    // after its query has already failed; the pool listens only to idle clients, and an 'error'
+    // nobody listens to would end the process. The query's own failure reports it; the pool drops
+    // the dead client on release and the next query opens a new one.
+    client.on('error', onConnectionError);
     client.once('end', () => open.delete(client));
   });
   const closing: PostgresPool = {

@@ -55,6 +55,8 @@ export const ErrorCodes = [
   'SECRET_KEY_INVALID',
   'STACK_PREREQUISITE_MISSING',
   'TEMPORAL_UNREACHABLE',
+  /** Postgres (the event store, leases) did not answer or dropped the connection: retryable. */
+  'DATABASE_UNAVAILABLE',
   /** The mirror runner is restarting (continue-as-new) and takes no request for a moment. */
   'RUNNER_BUSY',
   /** An error that is not a KmirrorError: a bug or an unmapped failure; the message says what. */
@@ -63,8 +65,9 @@ export const ErrorCodes = [
 export type ErrorCode = (typeof ErrorCodes)[number];
 
 /** Codes that retrying may fix: a cluster, Postgres or Temporal came back, a lease expired, a
- *  race was lost, or an unmapped failure. Every other code is final: activities turn it into a
- *  non-retryable failure (a new code is final until it is listed here). */
+ *  race was lost. Every other code is final: activities turn it into a non-retryable failure (a
+ *  new code is final until it is listed here). INTERNAL — a bug or a failure no mapping knows — is
+ *  final too: repeating a bug does not fix it, and a FAILED partition stays retryable by an operator. */
 export const RetryableCodes: ReadonlySet<ErrorCode> = new Set<ErrorCode>([
   'CLUSTER_UNREACHABLE',
   'UNKNOWN_TOPIC',
@@ -72,8 +75,8 @@ export const RetryableCodes: ReadonlySet<ErrorCode> = new Set<ErrorCode>([
   'LEASE_HELD',
   'EXPECTED_VERSION_CONFLICT',
   'TEMPORAL_UNREACHABLE',
+  'DATABASE_UNAVAILABLE',
   'RUNNER_BUSY',
-  'INTERNAL',
 ]);
 
 /** Evidence attached to an error. Plain JSON only: it may cross Temporal and land in the UI, so

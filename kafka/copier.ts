@@ -61,6 +61,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import pRetry from 'p-retry';
 import { KmirrorError, isKmirrorError } from '../domain/errors.ts';
+import { kafkaFailure } from './errors.ts';
 import type { ByteBudget } from './budget.ts';
 import type { PartitionLease } from './lease.ts';
 import { AbortedTransactions, FetchSession, IsolationLevel, KafkaAnswerError, partitionKey, type FetchedPartition, type ProducedPartition, type RawCluster } from './protocol.ts';
@@ -723,6 +724,11 @@ class Copier {
         this.stats.boundaryUnverified++;
         continue;
       }
+      for (const [side, r] of [['destination', d], ['source', s]] as const) {
+        if (r.kind !== 'corrupt') continue;
+        this.fail(state, new KmirrorError('CORRUPT_RECORD_BATCH', `${side} ${r.error.message}; halted. Repair the ${side} replica (or move leadership to a healthy one), then retry the partition`, r.error.details));
+      }
+      if (state.status !== 'copying') continue;
       const show = (r: BoundaryRecord): string => (r.kind === 'data' ? `record ${recordChecksum(r.record).slice(0, 16)}` : r.kind === 'control' ? 'a control record' : 'an aborted record');
       // A skipped offset (marker or aborted record) on both sides is the same: gaps are filled, not copied.
       const same = boundaryChecksum(d, offset) === boundaryChecksum(s, offset);
@@ -1193,11 +1199,16 @@ class Copier {
  *  (transaction marker) or a record of an aborted transaction, with the leader epoch of its batch. */
 export type BoundaryRecord =
   | { readonly kind: 'control' | 'aborted'; readonly leaderEpoch: number }
-  | { readonly kind: 'data'; readonly record: DecodedRecord; readonly leaderEpoch: number };
+  | { readonly kind: 'data'; readonly record: DecodedRecord; readonly leaderEpoch: number }
+  /** The batch holding the offset fails its CRC or cannot be decoded: CORRUPT_RECORD_BATCH for
+   *  this partition only (the others of the same request are answered). */
+  | { readonly kind: 'corrupt'; readonly error: KmirrorError; readonly leaderEpoch: number };
 
 /** What a boundary comparison compares: the record's checksum, or — for an offset read_committed
- *  consumers skip (a marker, an aborted record; on the destination, a filled gap) — the offset's. */
+ *  consumers skip (a marker, an aborted record; on the destination, a filled gap) — the offset's.
+ *  A corrupt batch has nothing to compare: its CORRUPT_RECORD_BATCH is thrown. */
 export function boundaryChecksum(found: BoundaryRecord, offset: bigint): string {
+  if (found.kind === 'corrupt') throw found.error;
   return found.kind === 'data' ? recordChecksum(found.record) : invisibleChecksum(offset);
 }
 
@@ -1219,9 +1230,26 @@ export async function recordsAt(cluster: RawCluster, wanted: readonly { topic: s
       const hidden = aborted.isAborted(batch); // every batch, in order
       if (offset < batch.baseOffset) return undefined; // between batches: compaction removed it
       if (offset > batch.lastOffset) continue;
+      const corrupt = (reason: string): BoundaryRecord => ({
+        kind: 'corrupt',
+        leaderEpoch: batch.leaderEpoch,
+        error: new KmirrorError(
+          'CORRUPT_RECORD_BATCH',
+          `${p.topic}-${p.partition}: the record batch at offsets ${batch.baseOffset}–${batch.lastOffset} is corrupt (${reason}); its record at offset ${offset} cannot be compared`,
+          { topic: p.topic, partition: p.partition, baseOffset: batch.baseOffset.toString(), lastOffset: batch.lastOffset.toString() },
+        ),
+      });
+      if (!crcValid(batch)) return corrupt('its CRC-32C does not match its bytes');
       if (batch.isControl) return { kind: 'control', leaderEpoch: batch.leaderEpoch };
       if (hidden) return { kind: 'aborted', leaderEpoch: batch.leaderEpoch };
-      const record = decodeRecords(batch).find((r) => r.offset === offset);
+      let records: DecodedRecord[];
+      try {
+        records = decodeRecords(batch);
+      } catch (err) {
+        if (!isKmirrorError(err, 'CORRUPT_RECORD_BATCH')) throw err;
+        return corrupt(err.message);
+      }
+      const record = records.find((r) => r.offset === offset);
       return record === undefined ? undefined : { kind: 'data', record, leaderEpoch: batch.leaderEpoch };
     }
     return 'retry';
@@ -1317,10 +1345,11 @@ async function forEachLimit<T>(items: readonly T[], limit: number, fn: (item: T)
   await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
 }
 
+/** Whether a failure may be retried in place (a resync): the one retry table, through the one
+ *  Kafka mapping for kafkajs' errors. A held lease is not: the copy waits for it elsewhere. */
 function isRetriable(err: unknown): boolean {
-  if (isKmirrorError(err)) return err.retryable && err.code !== 'LEASE_HELD';
-  const e = err as { retriable?: boolean; name?: string };
-  return e.retriable === true || e.name === 'KafkaJSConnectionError' || e.name === 'KafkaJSRequestTimeoutError' || e.name === 'KafkaJSConnectionClosedError';
+  const failure = kafkaFailure(err, 'copy');
+  return failure.retryable && failure.code !== 'LEASE_HELD';
 }
 
 /** The error that halts a partition at a corrupt source batch (contract 12). */

@@ -21,12 +21,18 @@ interface KafkaLike {
   message?: string;
   cause?: unknown;
   originalError?: unknown;
+  errors?: unknown;
 }
 
 /** The broker's error answer inside a kafkajs error (it nests them: retries, per-partition lists):
  *  its type and whether Kafka calls it retriable. */
 function brokerError(err: KafkaLike): { type: string; retriable: boolean } | undefined {
   if (typeof err.type === 'string' && err.type !== '') return { type: err.type, retriable: err.retriable === true };
+  // KafkaJSAggregateError (CreateTopics answers per topic): the first final answer decides, else the first.
+  if (Array.isArray(err.errors)) {
+    const answers = err.errors.flatMap((e) => (e !== null && typeof e === 'object' ? [brokerError(e as KafkaLike)].filter((a) => a !== undefined) : []));
+    return answers.find((a) => !a.retriable) ?? answers[0];
+  }
   const inner = (err.cause ?? err.originalError) as KafkaLike | undefined;
   return inner && typeof inner === 'object' ? brokerError(inner) : undefined;
 }
@@ -59,6 +65,8 @@ export function kafkaFailure(err: unknown, what: string): KmirrorError {
   const broker = brokerError(e);
   const type = broker?.type;
   const code = kafkaCode(type, broker?.retriable ?? e.retriable === true, e.name);
-  const message = e.message ?? String(err);
+  // An aggregate says only "Topic creation errors": name the answers inside it.
+  const inner = Array.isArray(e.errors) ? [...new Set(e.errors.map((x) => (x as KafkaLike)?.message).filter((m) => typeof m === 'string'))] : [];
+  const message = (e.message ?? String(err)) + (inner.length > 0 ? ` (${inner.join('; ')})` : '');
   return new KmirrorError(code, `${what}: ${message}`, type === undefined ? {} : { kafkaError: type }, { cause: err });
 }

@@ -550,4 +550,20 @@ describe('integrity (contract 12)', () => {
     expect(onDamaged).toMatchObject({ equal: false, recordsCompared: 10, firstMismatch: { field: 'corrupt-batch-on-source', offset: '10' } });
     expect(onIntact).toMatchObject({ equal: true, recordsCompared: 30 });
   });
+
+  it('a resume whose boundary record lies in a damaged source batch fails that partition only (CORRUPT_RECORD_BATCH), not the copy', async () => {
+    const topic = await f.topicPair({ partitions: 2 });
+    const producer = await f.producer();
+    for (const label of ['before', 'last']) {
+      await producer.send({ topic, messages: [0, 1].flatMap((partition) => Array.from({ length: 10 }, (_, j) => ({ partition, key: `k${j}`, value: `${label}-${partition}-${j}-${'x'.repeat(40)}` }))) });
+    }
+    expect((await f.copy({ topic, partitions: all(2), untilCaughtUp: true })).partitions.map((p) => p.status)).toEqual(['caught-up', 'caught-up']);
+    // The destination's last record (offset 19) is compared with the source's on resume: damaged there.
+    damageSourceSegment(topic, 0, 'last-0-9-');
+    const resumed = await f.copy({ topic, partitions: all(2), untilCaughtUp: true });
+    const [damaged, intact] = resumed.partitions;
+    expect(damaged).toMatchObject({ status: 'failed', error: { code: 'CORRUPT_RECORD_BATCH', details: { topic, partition: 0, baseOffset: '10', lastOffset: '19' } } });
+    expect(damaged!.error!.message).toMatch(/^source .*CRC-32C.*offset 19/);
+    expect(intact).toMatchObject({ status: 'caught-up', nextOffset: 20n });
+  });
 });

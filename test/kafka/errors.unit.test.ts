@@ -8,7 +8,7 @@ import { KafkaAnswerError, kafkaError } from '../../kafka/protocol.ts';
 
 const require = createRequire(import.meta.url);
 const { createErrorFromCode } = require('kafkajs/src/protocol/error') as { createErrorFromCode: (code: number) => Error & { type: string; retriable: boolean } };
-const { KafkaJSConnectionError, KafkaJSNumberOfRetriesExceeded } = kafkajs;
+const { KafkaJSAggregateError, KafkaJSConnectionError, KafkaJSNumberOfRetriesExceeded } = kafkajs;
 // Its declared constructor takes no argument; kafkajs' SASL authenticators pass the message.
 const { KafkaJSSASLAuthenticationError } = require('kafkajs/src/errors') as { KafkaJSSASLAuthenticationError: new (message: string) => Error };
 
@@ -33,5 +33,17 @@ describe('Kafka errors → codes', () => {
   it('connection failures are CLUSTER_UNREACHABLE (retryable), refused credentials CLUSTER_AUTHENTICATION_FAILED (final)', () => {
     expect(kafkaFailure(new KafkaJSConnectionError('Connection error: connect ECONNREFUSED 127.0.0.1:1'), 'cluster east')).toMatchObject({ code: 'CLUSTER_UNREACHABLE', retryable: true });
     expect(kafkaFailure(new KafkaJSSASLAuthenticationError('SASL PLAIN authentication failed'), 'cluster east')).toMatchObject({ code: 'CLUSTER_AUTHENTICATION_FAILED', retryable: false });
+  });
+
+  it('per-topic answers (CreateTopics: KafkaJSAggregateError) take the first final answer, else the first', () => {
+    const refused = new KafkaJSAggregateError('Topic creation errors', [createErrorFromCode(6), createErrorFromCode(29)]);
+    expect(kafkaFailure(refused, 'create destination topics')).toMatchObject({
+      code: 'CLUSTER_AUTHORIZATION_FAILED',
+      retryable: false,
+      details: { kafkaError: 'TOPIC_AUTHORIZATION_FAILED' },
+      message: expect.stringMatching(/^create destination topics: Topic creation errors \(.*Not authorized to access topics/),
+    });
+    const transient = new KafkaJSAggregateError('Topic creation errors', [createErrorFromCode(6), createErrorFromCode(6)]);
+    expect(kafkaFailure(transient, 'create destination topics')).toMatchObject({ code: 'CLUSTER_UNREACHABLE', retryable: true });
   });
 });
