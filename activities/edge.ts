@@ -2,7 +2,7 @@
 // ApplicationFailure whose type is the error code and whose nonRetryable flag follows the code's
 // retry table, with a redacted message and plain-JSON details — never a stack of kafkajs or pg
 // internals, never a credential. Cancellation passes through untouched.
-import { isGrpcServiceError, ServiceError } from '@temporalio/client';
+import { isGrpcServiceError, ServiceError, WorkflowUpdateRPCTimeoutOrCancelledError } from '@temporalio/client';
 import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
 import { databaseFailure } from '../db/errors.ts';
 import { isKmirrorError, KmirrorError } from '../domain/errors.ts';
@@ -13,8 +13,11 @@ import { redactString } from '../log.ts';
  *  RESOURCE_EXHAUSTED, UNAVAILABLE. */
 const TEMPORAL_AWAY = new Set([4, 8, 14]);
 
-/** A Temporal client call (the runner's updates) that failed because the server is away. */
+/** A Temporal client call (the runner's updates) that failed because the server is away, or an
+ *  Update whose RPC timed out before the runner answered (the update may still be running: sending
+ *  it again joins it, by its id). */
 function temporalFailure(err: unknown): KmirrorError | undefined {
+  if (err instanceof WorkflowUpdateRPCTimeoutOrCancelledError) return new KmirrorError('TEMPORAL_UNREACHABLE', `Temporal did not answer the update in time: ${err.message}`, {}, { cause: err });
   const grpc = isGrpcServiceError(err) ? err : err instanceof ServiceError && isGrpcServiceError(err.cause) ? err.cause : undefined;
   if (grpc === undefined || !TEMPORAL_AWAY.has(grpc.code)) return undefined;
   return new KmirrorError('TEMPORAL_UNREACHABLE', `Temporal did not answer: ${(err as Error).message}`, { grpcCode: grpc.code }, { cause: err });

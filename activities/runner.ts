@@ -49,6 +49,9 @@ export function createRunnerActivities(deps: { readonly runner: RunnerConfig }) 
       const beat = setInterval(() => ctx.heartbeat(), 5_000);
       try {
         return await ctx.client.workflow.executeUpdateWithStart(updates[input.update] as typeof stopUpdate, {
+          // One id per activity: a retry of this activity (Temporal did not answer in time) joins
+          // the update it sent before instead of sending a second one to the same runner run.
+          ...(ctx.info.workflowExecution ? { updateId: `${ctx.info.workflowExecution.workflowId}/${ctx.info.workflowExecution.runId}/${ctx.info.activityId}` } : {}),
           args: [{ mode: 'failover', ...input.request }],
           startWorkflowOperation: startRunner(input.mirror, ctx.info.taskQueue),
         });

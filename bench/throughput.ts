@@ -169,7 +169,7 @@ async function measureMirror(tool: Tool, topic: string): Promise<Measured> {
     };
     note(
       `${tool}: ${records} records in ${Math.round(watched.activeMs)} ms from the first arrival (${Math.round(watched.wallMs)} ms from start) = ${measured.mibPerS} MiB/s; ` +
-        `CPU ${measured.toolCpuPerGiB} s/GiB (destination broker ${measured.brokerCpuPerGiB} s/GiB)`,
+        `CPU ${measured.toolCpuPerGiB} s/GiB, of which kernel ${round2(watched.cpuSeconds['tool.system']! / gib)} (destination broker ${measured.brokerCpuPerGiB} s/GiB)`,
     );
     if (mm2 !== undefined) {
       const logged = mm2.loggedConfigs();

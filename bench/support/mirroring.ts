@@ -19,7 +19,7 @@ import { connectionFor } from '../../scripts/stack/kafka.ts';
 import { databaseUrl } from '../../scripts/stack/postgres.ts';
 import { projectRoot } from '../../scripts/stack/topology.ts';
 import { producerPerformance, type ProducerPerfResult } from './kafka-tools.ts';
-import { cpuSeconds } from './proc-cpu.ts';
+import { cpuSplit } from './proc-cpu.ts';
 
 /** A `RESULT name=value [unit]` line on stdout: what a benchmark reports. */
 export const result = (name: string, value: number | string, unit = ''): void => {
@@ -138,7 +138,14 @@ export async function watchDestination(
   opts: { timeoutMs?: number; cpuOf?: Readonly<Record<string, number>>; failed?: () => string | undefined } = {},
 ): Promise<{ activeMs: number; wallMs: number; cpuSeconds: Record<string, number> }> {
   const timeoutMs = opts.timeoutMs ?? 20 * 60_000;
-  const cpuNow = (): Record<string, number> => Object.fromEntries(Object.entries(opts.cpuOf ?? {}).map(([name, pid]) => [name, cpuSeconds(pid)]));
+  // Per process its total and, as `<name>.system`, the kernel's share.
+  const cpuNow = (): Record<string, number> =>
+    Object.fromEntries(
+      Object.entries(opts.cpuOf ?? {}).flatMap(([name, pid]) => {
+        const { user, system } = cpuSplit(pid);
+        return [[name, user + system], [`${name}.system`, system]];
+      }),
+    );
   const t0 = performance.now();
   let first: { at: number; cpu: Record<string, number> } | undefined;
   for (;;) {

@@ -3,6 +3,7 @@
 // INTERNAL (final: repeating a bug does not fix it). Temporal's gRPC "unavailable" is
 // TEMPORAL_UNREACHABLE. Every failure crosses the boundary with its code and the retry flag the
 // code's table gives.
+import { WorkflowUpdateRPCTimeoutOrCancelledError } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
 import { sql } from 'kysely';
 import pRetry from 'p-retry';
@@ -61,9 +62,11 @@ describe('activity errors', () => {
     expect(failure.message).toContain('no_such_table');
   });
 
-  it('Temporal unavailable (gRPC 14) is TEMPORAL_UNREACHABLE, retried; other gRPC answers are not mapped', () => {
+  it('Temporal unavailable (gRPC 14) is TEMPORAL_UNREACHABLE, retried, as is an Update RPC that timed out; other gRPC answers are not mapped', () => {
     const grpc = (code: number) => Object.assign(new Error(`${code} status`), { code, details: 'status', metadata: {} });
     expect(asKmirrorError(grpc(14))).toMatchObject({ code: 'TEMPORAL_UNREACHABLE', retryable: true });
     expect(asKmirrorError(grpc(5))).toMatchObject({ code: 'INTERNAL', retryable: false });
+    // An Update whose RPC timed out before the runner answered: sent again (same update id), it joins.
+    expect(asKmirrorError(new WorkflowUpdateRPCTimeoutOrCancelledError('Timeout or cancellation waiting for update'))).toMatchObject({ code: 'TEMPORAL_UNREACHABLE', retryable: true });
   });
 });
