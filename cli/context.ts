@@ -39,8 +39,9 @@ export class CliContext {
    *  line, so --json output stays one object. */
   exitCode = 0;
 
-  /** Fail the command: with --json the answer is already printed, so only the exit code says it;
-   *  otherwise the error is printed as usual. */
+  /** Fail the command: with --json the answer is already printed — with the error in its `error`
+   *  field, as every failing command prints it — so only the exit code is set; otherwise the error
+   *  is printed as usual. */
   fail(error: Error): void {
     if (this.json) this.exitCode = 1;
     else throw error;

@@ -210,8 +210,20 @@ export function mirrorCommands(ctx: CliContext): Command[] {
         time: e.recordedAt.toISOString(),
       }));
       const chain = options.verify === true ? await verifyChain(db) : undefined;
+      const broken =
+        chain === undefined || chain.ok
+          ? undefined
+          : new KmirrorError('EVENT_CHAIN_BROKEN', `the event log's hash chain breaks at position ${chain.position}${chain.streamId ? ` (stream ${chain.streamId}, version ${chain.streamVersion})` : ''}: ${chain.message}`, {
+              position: chain.position.toString(),
+              reason: chain.reason,
+            });
       if (ctx.json) {
-        ctx.printJson({ mirror, events: shown, ...(chain === undefined ? {} : { chain: { ...chain, events: chain.events.toString(), ...('position' in chain ? { position: chain.position.toString(), streamVersion: chain.streamVersion?.toString() } : {}) } }) });
+        ctx.printJson({
+          mirror,
+          events: shown,
+          ...(chain === undefined ? {} : { chain: { ...chain, events: chain.events.toString(), ...('position' in chain ? { position: chain.position.toString(), streamVersion: chain.streamVersion?.toString() } : {}) } }),
+          ...(broken === undefined ? {} : { error: errorBody(broken) }),
+        });
       } else {
         ctx.print(
           table(
@@ -221,12 +233,7 @@ export function mirrorCommands(ctx: CliContext): Command[] {
         );
         if (chain?.ok === true) ctx.print(`\nhash chain intact: ${chain.events} events verified (head ${chain.headHash.slice(0, 16)}…)`);
       }
-      if (chain !== undefined && !chain.ok) {
-        ctx.fail(new KmirrorError('EVENT_CHAIN_BROKEN', `the event log's hash chain breaks at position ${chain.position}${chain.streamId ? ` (stream ${chain.streamId}, version ${chain.streamVersion})` : ''}: ${chain.message}`, {
-          position: chain.position.toString(),
-          reason: chain.reason,
-        }));
-      }
+      if (broken !== undefined) ctx.fail(broken);
     });
 
   const verify = new Command('verify')
@@ -251,7 +258,16 @@ export function mirrorCommands(ctx: CliContext): Command[] {
         }
       }
       const different = results.filter((r) => !r.equal);
-      if (ctx.json) ctx.printJson({ mirror, equal: different.length === 0, partitions: results });
+      const first = different[0];
+      const differs =
+        first === undefined
+          ? undefined
+          : new KmirrorError('OFFSET_DIVERGENCE', `${different.length} partition(s) differ; first: ${first.topic}-${first.partition} at offset ${first.firstMismatch?.offset} (${first.firstMismatch?.field})`, {
+              mirror,
+              topic: first.topic,
+              partition: first.partition,
+            });
+      if (ctx.json) ctx.printJson({ mirror, equal: differs === undefined, partitions: results, ...(differs === undefined ? {} : { error: errorBody(differs) }) });
       else {
         ctx.print(
           table(
@@ -260,14 +276,7 @@ export function mirrorCommands(ctx: CliContext): Command[] {
           ),
         );
       }
-      if (different.length > 0) {
-        const first = different[0]!;
-        ctx.fail(new KmirrorError('OFFSET_DIVERGENCE', `${different.length} partition(s) differ; first: ${first.topic}-${first.partition} at offset ${first.firstMismatch?.offset} (${first.firstMismatch?.field})`, {
-          mirror,
-          topic: first.topic,
-          partition: first.partition,
-        }));
-      }
+      if (differs !== undefined) ctx.fail(differs);
     });
 
   const groups = new Command('groups')

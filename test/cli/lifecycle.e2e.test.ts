@@ -342,8 +342,9 @@ describe('kmirror lifecycle', () => {
       readonly equal: boolean;
       readonly partitions: { readonly topic: string; readonly partition: number; readonly equal: boolean; readonly recordsCompared: number }[];
     }
-    const json = await kmirrorJson<VerifyJson>('verify', mirror, '--topic', topic);
+    const json = await kmirrorJson<VerifyJson & { error?: unknown }>('verify', mirror, '--topic', topic);
     expect(json.equal).toBe(true);
+    expect(json.error).toBeUndefined();
     expect(json.partitions.map((p) => [p.partition, p.equal])).toEqual(allPartitions(PARTITIONS).map((p) => [p, true]));
     expect(json.partitions.reduce((n, p) => n + p.recordsCompared, 0)).toBe(produced);
     const text = await kmirror('verify', mirror);
@@ -682,7 +683,10 @@ describe('kmirror lifecycle', () => {
     // --json: still one object (the events and the chain's verdict), and exit 1.
     const json = await kmirror('history', mirror, '--verify', '--json');
     expect(json.code, ended(json)).toBe(1);
-    expect((JSON.parse(json.stdout) as HistoryJson).chain).toMatchObject({ ok: false, position: String(victim.position), streamId: stream, streamVersion: '2' });
+    const parsed = JSON.parse(json.stdout) as HistoryJson & { error?: { code: string; message: string } };
+    expect(parsed.chain).toMatchObject({ ok: false, position: String(victim.position), streamId: stream, streamVersion: '2' });
+    // The error in the object, as every failing command prints it with --json.
+    expect(parsed.error).toEqual({ code: 'EVENT_CHAIN_BROKEN', message: expect.stringMatching(new RegExp(`^the event log's hash chain breaks at position ${victim.position} `)) });
   });
 
   it('no command printed the SASL password', () => {
