@@ -50,7 +50,8 @@
 //     includes every partition with records or a moved high watermark or log start, and under
 //     read_committed a last stable offset beyond the fetch offset means records to return, so an
 //     omitted partition's last known LSO is still no further than its position. A session the
-//     broker lost is reopened with a full fetch. CopyOptions.fetchSessions (default on) turns them
+//     broker lost is reopened with a full fetch; the copier ends its sessions when it stops (the
+//     broker's session cache is shared with its other consumers). CopyOptions.fetchSessions (default on) turns them
 //     off. (They were off for a day after a CI failure in the gap-filling test; that was the test
 //     copying before the source's transaction markers were written, not the sessions.)
 // 12. Integrity. Every fetched batch's CRC-32C is checked before anything of it is used (the
@@ -495,10 +496,20 @@ class Copier {
       this.req.signal.removeEventListener('abort', onAbort);
       this.stop.abort();
       await Promise.all([renewal, this.dropPrefetches()]);
+      await this.closeFetchSessions();
       if (!this.leaseLost) await this.req.lease.release().catch(() => undefined);
     }
     await this.recordPositions(true);
     return this.result();
+  }
+
+  /** End the fetch sessions with the source leaders (contract 11), waiting at most 2 s: the source
+   *  broker's session cache is shared with its other consumers, and a copier that restarts (every
+   *  runner rebalance) would otherwise leave its sessions there until evicted. */
+  private async closeFetchSessions(): Promise<void> {
+    const closing = [...this.fetchSessions].map(([leader, session]) => this.req.source.closeFetchSession(leader, session).catch(() => undefined));
+    this.fetchSessions.clear();
+    await Promise.race([Promise.all(closing), sleep(2_000)]);
   }
 
   private topicsText(): string {

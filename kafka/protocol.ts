@@ -358,6 +358,18 @@ export class FetchSession {
 
   reset(): void {
     if (this.epoch !== 0) this.stats.resets++;
+    this.forget();
+  }
+
+  /** The request that ends the session on the broker (epoch -1, FINAL_EPOCH, no partitions), or
+   *  undefined when none is open; the session is forgotten here either way. */
+  closing(): FetchSessionRequest | undefined {
+    const open = this.epoch !== 0 ? { sessionId: this.id, epoch: -1, partitions: [], forgotten: [] } : undefined;
+    this.forget();
+    return open;
+  }
+
+  private forget(): void {
     this.id = 0;
     this.epoch = 0;
     this.held.clear();
@@ -615,9 +627,8 @@ export class RawCluster {
     isolationLevel: number;
     session?: FetchSession;
   }): Promise<FetchedPartition[]> {
-    const broker = await this.broker(req.leader);
-    const send = async (session?: FetchSessionRequest) => {
-      const payload = encodeFetch({
+    const send = (session?: FetchSessionRequest) =>
+      this.sendFetch(req.leader, {
         partitions: session?.partitions ?? req.partitions,
         maxWaitMs: req.maxWaitMs,
         minBytes: req.minBytes ?? 1,
@@ -625,12 +636,6 @@ export class RawCluster {
         isolationLevel: req.isolationLevel,
         ...(session ? { session } : {}),
       });
-      return (await broker.connectionPool.send({
-        request: { apiKey: API_FETCH, apiVersion: 11, apiName: 'Fetch', encode: async () => body(payload) },
-        response: { decode: async (b: Buffer) => decodeFetch(b), parse: async (d: unknown) => d },
-        requestTimeout: req.maxWaitMs + 30_000,
-      })) as { errorCode: number; sessionId: number; partitions: FetchedPartition[] };
-    };
     const failed = (errorCode: number): KmirrorError => {
       const topLevel = kafkaError(errorCode)!;
       return new KmirrorError('CLUSTER_UNREACHABLE', `fetch from broker ${req.leader} failed: ${topLevel.type}`, { kafkaError: topLevel.type });
@@ -661,6 +666,26 @@ export class RawCluster {
         if (!lost || attempt > 0) throw failed(result.errorCode);
       }
     });
+  }
+
+  /** End `session` on broker `leader` (KIP-227's FINAL_EPOCH), after its requests in flight, so the
+   *  broker's session cache — shared with every consumer of the cluster, 1,000 slots by default —
+   *  does not keep it until it is evicted. Best effort: a broker that does not answer evicts it. */
+  async closeFetchSession(leader: number, session: FetchSession): Promise<void> {
+    await session.serial(async () => {
+      const closing = session.closing();
+      if (closing !== undefined) await this.sendFetch(leader, { partitions: [], maxWaitMs: 0, minBytes: 0, maxBytes: 1, isolationLevel: IsolationLevel.READ_UNCOMMITTED, session: closing });
+    });
+  }
+
+  private async sendFetch(leader: number, request: Parameters<typeof encodeFetch>[0]): Promise<{ errorCode: number; sessionId: number; partitions: FetchedPartition[] }> {
+    const broker = await this.broker(leader);
+    const payload = encodeFetch(request);
+    return (await broker.connectionPool.send({
+      request: { apiKey: API_FETCH, apiVersion: 11, apiName: 'Fetch', encode: async () => body(payload) },
+      response: { decode: async (b: Buffer) => decodeFetch(b), parse: async (d: unknown) => d },
+      requestTimeout: request.maxWaitMs + 30_000,
+    })) as { errorCode: number; sessionId: number; partitions: FetchedPartition[] };
   }
 
   /** Produce one batch per partition to one leader, any topics; returns the broker-assigned base

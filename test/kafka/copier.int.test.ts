@@ -119,6 +119,34 @@ describe('offsets and fidelity', () => {
     expect(session.stats).toEqual({ full: 2, incremental: 2, resets: 1 });
   });
 
+  it('a closed fetch session is gone from the broker (the copier closes its sessions when it stops)', async () => {
+    const topic = await f.topicPair({ partitions: 1 });
+    await sendAll(await f.producer(), topic, messages(10, 1));
+    const leader = await f.source.leaderOf(topic, 0);
+    const partitions = [{ topic, partition: 0, fetchOffset: 10n, maxBytes: 1 << 20 }];
+    const fetch = (session: FetchSession) => f.source.fetch({ leader, partitions, maxWaitMs: 0, maxBytes: 1 << 20, isolationLevel: IsolationLevel.READ_COMMITTED, session });
+    const session = new FetchSession();
+    await fetch(session);
+    const { sessionId } = session.request(partitions);
+    expect(sessionId).not.toBe(0);
+    // A second fetcher that continues the same session id at the broker's next epoch: known while open …
+    const probe = (epoch: number): FetchSession => {
+      const other = new FetchSession();
+      other.answered({ sessionId: 0, epoch: 0, partitions, forgotten: [] }, sessionId);
+      (other as unknown as { epoch: number }).epoch = epoch;
+      return other;
+    };
+    const whileOpen = probe(1);
+    await fetch(whileOpen);
+    expect(whileOpen.stats).toMatchObject({ incremental: 1, resets: 0 });
+    // … and unknown once closed (FETCH_SESSION_ID_NOT_FOUND: the fetch reopens a session of its own).
+    await f.source.closeFetchSession(leader, session);
+    expect(session.request(partitions).sessionId).toBe(0);
+    const afterClose = probe(2);
+    await fetch(afterClose);
+    expect(afterClose.stats).toMatchObject({ full: 2, incremental: 0, resets: 1 }); // full: the probe's setup, then the reopening
+  });
+
   it('a destination that refuses merged batches as too large gets the source batches one by one', async () => {
     // 40,000 bytes allowed per batch on the destination: every merged batch is refused
     // (MESSAGE_TOO_LARGE), each source batch (~100 records of ~150 bytes) fits.
