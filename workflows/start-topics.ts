@@ -14,7 +14,7 @@ import type { CreatedTopic } from '../kafka/mirror-topics.ts';
 import { PartitionStates } from '../machines/partition.ts';
 import { asFailure, authorizeRequest, checkRequester, invalid, isStringArray, metadataOf, setSearchAttributes, short, updates } from './common.ts';
 import { progressQuery, type FailedPartition, type PartitionProgress, type Requester } from './messages.ts';
-import { LISTED_PARTITIONS } from './progress.ts';
+import { progressOver } from './progress.ts';
 
 export interface StartTopicsInput extends Requester {
   readonly mirror: string;
@@ -51,17 +51,13 @@ export async function startTopics(input: StartTopicsInput): Promise<StartTopicsR
   // (lastMirrored is absent from an activity worker older than it: a rolling upgrade.)
   let states: { topic: string; states: string; lastMirrored?: readonly (string | null)[] }[] = [];
   setHandler(progressQuery, (options) => {
-    const counts: Record<string, number> = {};
-    const partitions: PartitionProgress[] = [];
-    for (const t of states) {
-      [...t.states].forEach((c, partition) => {
-        const state = PartitionStates[c.charCodeAt(0) - 65] ?? 'UNKNOWN';
-        counts[state] = (counts[state] ?? 0) + 1;
-        if (options?.summary !== true && partitions.length < LISTED_PARTITIONS) partitions.push({ topic: t.topic, partition, state, lastMirroredOffset: t.lastMirrored?.[partition] ?? null });
-      });
-    }
+    // One letter per partition state (partitionStates' compact answer), decoded here.
+    const list: PartitionProgress[] = states.flatMap((t) =>
+      [...t.states].map((c, partition) => ({ topic: t.topic, partition, state: PartitionStates[c.charCodeAt(0) - 65] ?? 'UNKNOWN', lastMirroredOffset: t.lastMirrored?.[partition] ?? null })),
+    );
+    // The partitions the start is about, also before the runner has reported any of them.
     const total = resolved.reduce((n, t) => n + t.partitionCount, 0);
-    return { workflow: 'startTopics', mirror, step, done, total, states: counts, ...(options?.summary === true ? {} : { partitions }) };
+    return { workflow: 'startTopics', mirror, step, done, ...progressOver(list, options?.summary === true), total };
   });
 
   try {
