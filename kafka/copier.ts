@@ -509,7 +509,8 @@ class Copier {
   private async closeFetchSessions(): Promise<void> {
     const closing = [...this.fetchSessions].map(([leader, session]) => this.req.source.closeFetchSession(leader, session).catch(() => undefined));
     this.fetchSessions.clear();
-    await Promise.race([Promise.all(closing), sleep(2_000)]);
+    // Unreferenced: a timer left over once the sessions are closed must not hold the process.
+    await Promise.race([Promise.all(closing), sleep(2_000, undefined, { ref: false })]);
   }
 
   private topicsText(): string {
