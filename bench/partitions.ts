@@ -3,8 +3,9 @@
 // SASL_PLAINTEXT; both on this machine).
 //
 // Per round and tool (the order alternates every round; each tool gets topics of its own):
-//  1. T source topics × P partitions, and their destination twins with
-//     message.timestamp.type=LogAppendTime (created in requests as the product makes them);
+//  1. T source topics × P partitions (message.timestamp.type --source-timestamps), and their
+//     destination twins with message.timestamp.type=LogAppendTime (created in requests as the
+//     product makes them);
 //  2. the tool started: kmirror's copier process over every partition (scripts/copy-topic.ts), or
 //     MirrorMaker 2 (dedicated mode, tasks.max --mm2-tasks, topics by regex);
 //  3. warm-up: one record into every partition, and a wait until all are on the destination (so
@@ -14,14 +15,22 @@
 //     by default: with 5 ms the producer alone reached only 7 MiB/s into 2,000 partitions on this
 //     2-core machine (batches of ~1 record swamp the source broker), with 50 ms 19.6 MiB/s;
 //  5. once every record is on the destination: the lag of every destination batch after the
-//     warm-up (append time on the destination − source producer's timestamp of its first record,
-//     batchLags — so the producer's linger and the source append are in it, for both tools alike;
-//     the producer's own produce → acknowledged latency is reported beside it), weighted by records; CPU seconds of the tool's process, of the destination
-//     broker and of the source broker (which also takes the producer's writes) per GiB over steps 4–5 (from /proc).
+//     warm-up (append time on the destination − the timestamp of its first record as the source
+//     holds it, batchLags), weighted by records; CPU seconds of the tool's process, of the
+//     destination broker and of the source broker (which also takes the producer's writes) per GiB
+//     over steps 4–5 (from /proc). Which lag that is depends on the source topics' timestamps:
+//     - CreateTime (the default): lag from the record's creation, so the producer's linger and the
+//       source's append are in it, for both tools alike (the producer's own produce → acknowledged
+//       latency is reported beside it) — what MirrorMaker's record-age-ms measures;
+//     - LogAppendTime: lag from the source's append, the mirror's own part. Both tools carry the
+//       source's append time as the record timestamp (kmirror re-encodes such batches with it,
+//       MirrorMaker produces what its consumer read), so the same batch arithmetic applies.
 //
 //   npm run bench -- partitions [--topics 200] [--partitions-per-topic 10] [--mib-per-s 20]
 //        [--seconds 60] [--record-bytes 1024] [--linger-ms 50] [--rounds 2] [--mm2-tasks 2] [--kmirror-copiers 2]
 //        [--tools kmirror,mm2]   (also kmirror-sessionless: the copier without incremental fetch sessions)
+//        [--source-timestamps CreateTime|LogAppendTime]
+//   The 12-partition lag of issue #12: --topics 1 --partitions-per-topic 12 --linger-ms 1 --seconds 30
 //
 // Prints RESULT lines per tool (`<tool>_lag_p50`, `_p99`, `_max`, `_cpu_per_gib`,
 // `_with_broker_cpu_per_gib`, `_source_broker_cpu_per_gib`, medians over rounds) and last RESULT kmirror_lag_p99=<ms>.
@@ -68,6 +77,7 @@ const { values } = parseArgs({
     'mm2-tasks': { type: 'string', default: '2' },
     'kmirror-copiers': { type: 'string', default: '2' },
     tools: { type: 'string', default: 'kmirror,mm2' },
+    'source-timestamps': { type: 'string', default: 'CreateTime' },
   },
 });
 const topicCount = Number(values.topics);
@@ -78,6 +88,8 @@ const recordsPerSec = Math.round((Number(values['mib-per-s']) * 2 ** 20) / recor
 const rounds = Number(values.rounds);
 if (rounds % 2 !== 0) throw new Error(`--rounds must be even (the order alternates), got ${rounds}`);
 const mm2Tasks = Number(values['mm2-tasks']);
+const sourceTimestamps = values['source-timestamps']!;
+if (!['CreateTime', 'LogAppendTime'].includes(sourceTimestamps)) throw new Error(`--source-timestamps must be CreateTime or LogAppendTime, got ${sourceTimestamps}`);
 const partitions = range(partitionCount);
 const totalPartitions = topicCount * partitionCount;
 const steadyRecords = recordsPerSec * seconds;
@@ -163,7 +175,7 @@ async function measure(tool: Tool, r: number): Promise<Measured> {
   const prefix = `${run}-${tool}-${r}`;
   const topics = range(topicCount).map((i) => `${prefix}-${String(i).padStart(4, '0')}`);
   const specs = (configs: Record<string, string>) => topics.map((topic) => ({ topic, partitions: partitionCount, replicationFactor: 1, configs }));
-  for (const batch of createBatches(specs({}))) await createTopicsAndWait(sourceAdmin, batch);
+  for (const batch of createBatches(specs({ 'message.timestamp.type': sourceTimestamps }))) await createTopicsAndWait(sourceAdmin, batch);
   for (const batch of createBatches(specs({ 'message.timestamp.type': 'LogAppendTime' }))) await createTopicsAndWait(destAdmin, batch);
   let pid: number;
   let stop: () => Promise<void>;
@@ -230,7 +242,7 @@ async function measure(tool: Tool, r: number): Promise<Measured> {
 
 try {
   note(`machine: ${cpus().length} cores (${cpus()[0]?.model ?? '?'}), ${Math.round(totalmem() / 2 ** 30)} GiB; Node ${process.version}; Kafka ${KAFKA_VERSION}`);
-  note(`load: ${topicCount} topics × ${partitionCount} partitions = ${totalPartitions}, ${values['mib-per-s']} MiB/s of ${recordBytes}-byte records (${recordsPerSec}/s) for ${seconds} s, producer linger ${values['linger-ms']} ms; ${rounds} rounds; MirrorMaker tasks.max ${mm2Tasks}`);
+  note(`load: ${topicCount} topics × ${partitionCount} partitions = ${totalPartitions}, ${values['mib-per-s']} MiB/s of ${recordBytes}-byte records (${recordsPerSec}/s) for ${seconds} s, producer linger ${values['linger-ms']} ms; source timestamps ${sourceTimestamps} (lag from ${sourceTimestamps === 'CreateTime' ? 'creation' : "the source's append"}); ${rounds} rounds; MirrorMaker tasks.max ${mm2Tasks}`);
   const runs = new Map<Tool, Measured[]>(tools.map((t) => [t, []]));
   for (let r = 0; r < rounds; r++) {
     for (const tool of r % 2 === 0 ? tools : [...tools].reverse()) runs.get(tool)!.push(await measure(tool, r));

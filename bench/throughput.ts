@@ -15,15 +15,20 @@
 //     start-up (JVM, connector rebalance, connections) counts; CPU seconds of the tool's process
 //     and of the destination broker over the same window (from /proc). MirrorMaker's logged client
 //     configs are checked against every override; kmirror's copy is verified record by record.
-//  4. lag: kmirror running while ProducerPerformance writes at a steady rate into a new topic whose
-//     destination twin has message.timestamp.type=LogAppendTime; each destination batch then
-//     carries the source producer's timestamp of its first record (firstTimestamp) and the
-//     destination's append time (maxTimestamp), so lag = destination append − source record time.
+//  4. lag (unless --skip-lag): kmirror and MirrorMaker 2 (the first --mm2-tasks setting), each
+//     started and warmed up (a record in every partition mirrored), while ProducerPerformance
+//     writes --lag-mib-per-s into a new topic whose destination twin has
+//     message.timestamp.type=LogAppendTime: each destination batch then carries the timestamp of
+//     its first record as the source holds it (firstTimestamp, kept by both tools) and the
+//     destination's append time (maxTimestamp), so lag = destination append − source timestamp.
+//     Twice: with a CreateTime source (lag from the record's creation: the producer's linger and
+//     the source's append are in it, as in MirrorMaker's record-age-ms) and with a LogAppendTime
+//     source (lag from the source's append: the mirror's own). Percentiles over the batches after
+//     the first --lag-warmup-seconds of the load, and over all of them (`_with_warmup`).
 //
 //   npm run bench -- throughput [--mib 1024] [--record-bytes 1024] [--partitions 12] [--rounds 4]
-//        [--profiles default,large] [--mm2-tasks 1,2] [--kmirror-copiers 2] [--lag-seconds 30]
-//        [--lag-mib-per-s 20] [--skip-lag] [--skip-verify] [--compression none|gzip|snappy|lz4|zstd]
-//        [--kmirror-session-per-copier]
+//        [--profiles default,large|none] [--mm2-tasks 1,2] [--kmirror-copiers 2] [--lag-seconds 30]
+//        [--lag-warmup-seconds 5] [--lag-mib-per-s 20] [--skip-lag] [--skip-verify] [--compression none|gzip|snappy|lz4|zstd]
 //
 // Prints RESULT lines per profile (`<profile>_kmirror`, `<profile>_mm2_t<N>` medians and ranges,
 // CPU-s/GiB, `<profile>_kmirror_vs_mm2`: the median over rounds of kmirror ÷ the best MirrorMaker
@@ -35,7 +40,7 @@ import { deleteTopicsAndWait } from '../kafka/admin.ts';
 import { KAFKA_VERSION } from '../scripts/stack/topology.ts';
 import { verifyPartition } from '../kafka/verify.ts';
 import { brokerPids, clientProperties } from '../scripts/stack/kafka.ts';
-import { consumerPerformance, deleteMirrorMakerTopics, producerPerformance, startMirrorMaker, tunedMirrorMaker, tunedMirrorMakerProperties, type MirrorMakerHandle } from './support/kafka-tools.ts';
+import { consumerPerformance, deleteMirrorMakerTopics, producerPerformance, startMirrorMaker, tunedMirrorMaker, tunedMirrorMakerProperties, type MirrorMakerHandle, type ProducerPerfResult } from './support/kafka-tools.ts';
 import {
   batchLags,
   checkEndOffsets,
@@ -54,6 +59,7 @@ import {
   startCopier,
   watchDestination,
   weightedPercentile,
+  type BatchLag,
   type CopierSettings,
 } from './support/mirroring.ts';
 
@@ -67,11 +73,11 @@ const { values } = parseArgs({
     'mm2-tasks': { type: 'string', default: '1,2' },
     'kmirror-copiers': { type: 'string', default: '2' },
     'lag-seconds': { type: 'string', default: '30' },
+    'lag-warmup-seconds': { type: 'string', default: '5' },
     'lag-mib-per-s': { type: 'string', default: '20' },
     'skip-lag': { type: 'boolean', default: false },
     'skip-verify': { type: 'boolean', default: false },
     compression: { type: 'string', default: 'none' },
-    'kmirror-session-per-copier': { type: 'boolean', default: false },
   },
 });
 const recordBytes = Number(values['record-bytes']);
@@ -81,9 +87,12 @@ const partitionCount = Number(values.partitions);
 const rounds = Number(values.rounds);
 if (rounds % 2 !== 0) throw new Error(`--rounds must be even (the order alternates), got ${rounds}`);
 const mm2Tasks = values['mm2-tasks']!.split(',').map(Number);
+const lagSeconds = Number(values['lag-seconds']);
+const lagWarmupSeconds = Number(values['lag-warmup-seconds']);
 /** batch.size of the fill's producer per profile (linger.ms 5, the Java default, in both). */
 const profileBatchBytes: Readonly<Record<string, string>> = { default: '16384', large: '262144' };
-const profiles = values.profiles!.split(',');
+/** `none`: the lag runs only. */
+const profiles = values.profiles === 'none' ? [] : values.profiles!.split(',');
 for (const p of profiles) if (profileBatchBytes[p] === undefined) throw new Error(`--profiles takes default and/or large, got ${p}`);
 const partitions = Array.from({ length: partitionCount }, (_, i) => i);
 /** compression.type of every producer: the fill, the destination ceiling and MirrorMaker's (so
@@ -96,7 +105,6 @@ const compressed = { 'compression.type': compression };
 const kmirror: CopierSettings = {
   budgetBytes: 64 * 2 ** 20,
   copiers: Number(values['kmirror-copiers']),
-  sessionPerCopier: values['kmirror-session-per-copier'],
   options: { fetchMaxBytes: 16 * 2 ** 20, partitionMaxBytes: 2 * 2 ** 20 },
 };
 
@@ -192,6 +200,66 @@ async function measureMirror(tool: Tool, topic: string): Promise<Measured> {
   }
 }
 
+/**
+ * Lag of `tool` while ProducerPerformance writes --lag-mib-per-s into a new topic (source
+ * message.timestamp.type `timestamps`, destination LogAppendTime: see batchLags): the tool is
+ * started and a first record in every partition mirrored before the load begins (start-up is not
+ * lag), then the load runs --lag-warmup-seconds + --lag-seconds. `steady` holds the batches whose
+ * first record the source timestamped after the warm-up — the producer's JVM and both tools' JITs
+ * warm up in the first seconds —, `whole` every batch of the load.
+ */
+async function measureLag(tool: Tool, timestamps: 'CreateTime' | 'LogAppendTime'): Promise<{ steady: BatchLag[]; whole: BatchLag[]; producer: ProducerPerfResult }> {
+  const topic = `${run}-lag-${tool}-${timestamps}`;
+  await createTopic(sourceAdmin, topic, { 'message.timestamp.type': timestamps });
+  await createTopic(destAdmin, topic, { 'message.timestamp.type': 'LogAppendTime' });
+  let stop: () => Promise<void>;
+  let failed: () => string | undefined = () => undefined;
+  if (tool === 'kmirror') {
+    const child = startCopier([topic], partitions, false, kmirror);
+    await child.started;
+    stop = () => finishCopier(child, { terminate: true, budgetBytes: kmirror.budgetBytes });
+  } else {
+    const mm2 = startMirrorMaker({
+      source: sourceConnection,
+      destination: destConnection,
+      topicsRegex: topic.replaceAll('.', '\\.'),
+      tasks: Number(tool.slice('mm2_t'.length)),
+      // The destination topic exists with LogAppendTime; keep MirrorMaker from syncing configs.
+      extra: { ...tunedMirrorMakerProperties(compression), 'sync.topic.configs.enabled': 'false' },
+    });
+    failed = mm2.sourceConnectorError;
+    stop = async () => {
+      await mm2.stop();
+      await deleteMirrorMakerTopics([sourceAdmin, destAdmin]);
+    };
+  }
+  try {
+    const warmUp = clusters.sourceKafka.producer();
+    await warmUp.connect();
+    await warmUp.send({ topic, messages: partitions.map((partition) => ({ partition, value: 'warm-up' })) });
+    await warmUp.disconnect();
+    await watchDestination(dest, topic, partitions, BigInt(partitionCount), { timeoutMs: 120_000, failed });
+    const seconds = lagWarmupSeconds + lagSeconds;
+    const rate = Math.round((Number(values['lag-mib-per-s']) * 2 ** 20) / recordBytes);
+    const loadStart = Date.now();
+    const producer = await producerPerformance({
+      propertiesFile: sourceProps,
+      topic,
+      records: rate * seconds,
+      recordSize: recordBytes,
+      throughputRecordsPerSec: rate,
+      extra: { 'linger.ms': '1', 'batch.size': '65536', ...compressed },
+    });
+    await watchDestination(dest, topic, partitions, BigInt(partitionCount + rate * seconds), { timeoutMs: 120_000, failed });
+    const whole = await batchLags(dest, topic, partitions, 1n);
+    return { steady: whole.filter((l) => l.sourceTime >= loadStart + lagWarmupSeconds * 1000), whole, producer };
+  } finally {
+    await stop();
+    await deleteTopic(destAdmin, topic);
+    await deleteTopic(sourceAdmin, topic);
+  }
+}
+
 try {
   note(`machine: ${cpus().length} cores (${cpus()[0]?.model ?? '?'}), ${Math.round(totalmem() / 2 ** 30)} GiB; Node ${process.version}; Kafka ${KAFKA_VERSION}`);
   note(`volume: ${records} records × ${recordBytes} B = ${round1((records * recordBytes) / 2 ** 20)} MiB over ${partitionCount} partitions, compression ${compression}; profiles ${profiles.join(', ')}; ${rounds} rounds each; MirrorMaker tasks.max ${mm2Tasks.join(', ')}`);
@@ -237,39 +305,24 @@ try {
   }
 
   if (!values['skip-lag']) {
-    const seconds = Number(values['lag-seconds']);
-    const rate = Math.round((Number(values['lag-mib-per-s']) * 2 ** 20) / recordBytes);
-    const topic = `${run}-lag`;
-    await createTopic(sourceAdmin, topic);
-    await createTopic(destAdmin, topic, { 'message.timestamp.type': 'LogAppendTime' });
-    const child = startCopier([topic], partitions, false, kmirror);
-    await child.started;
-    await sleep(2_000); // lease acquired, first (empty) fetch issued
-    const steady = await producerPerformance({
-      propertiesFile: sourceProps,
-      topic,
-      records: rate * seconds,
-      recordSize: recordBytes,
-      throughputRecordsPerSec: rate,
-      extra: { 'linger.ms': '1', 'batch.size': '65536', ...compressed },
-    });
-    try {
-      await watchDestination(dest, topic, partitions, BigInt(rate * seconds), { timeoutMs: 120_000 });
-    } catch (err) {
-      process.kill(child.pid, 'SIGTERM');
-      const exit = await child.done;
-      throw new Error(`${(err as Error).message}; the copier printed ${JSON.stringify(exit.events)} ${exit.stderr.slice(-2000)}`, { cause: err });
+    // kmirror and MirrorMaker with the first --mm2-tasks setting, lag from creation and from the
+    // source's append, the order alternating.
+    const lagTools: Tool[] = ['kmirror', `mm2_t${mm2Tasks[0]!}`];
+    for (const [i, timestamps] of (['CreateTime', 'LogAppendTime'] as const).entries()) {
+      for (const tool of i % 2 === 0 ? lagTools : [...lagTools].reverse()) {
+        const { steady, whole, producer } = await measureLag(tool, timestamps);
+        const name = `lag_${timestamps === 'CreateTime' ? 'from_creation' : 'from_source_append'}_${tool}`;
+        note(`${name}: ${whole.length} destination batches (${steady.length} after the warm-up), source producer p99 ${producer.p99Ms} ms at ${producer.mbPerSec} MiB/s`);
+        result(`${name}_rate`, producer.mbPerSec, 'MiB/s');
+        result(`${name}_source_produce_p99`, producer.p99Ms, 'ms');
+        result(`${name}_p50`, weightedPercentile(steady, 0.5), 'ms');
+        result(`${name}_p99`, weightedPercentile(steady, 0.99), 'ms');
+        result(`${name}_max`, steady.reduce((m, l) => Math.max(m, l.lagMs), 0), 'ms');
+        result(`${name}_p99_with_warmup`, weightedPercentile(whole, 0.99), 'ms');
+      }
     }
-    await finishCopier(child, { terminate: true, budgetBytes: kmirror.budgetBytes });
-    const lags = await batchLags(dest, topic, partitions);
-    note(`lag: ${lags.length} destination batches, source produce p99 ${steady.p99Ms} ms at ${steady.mbPerSec} MiB/s`);
-    result('lag_rate', steady.mbPerSec, 'MiB/s');
-    result('lag_source_produce_p99', steady.p99Ms, 'ms');
-    result('lag_p50', weightedPercentile(lags, 0.5), 'ms');
-    result('lag_p99', weightedPercentile(lags, 0.99), 'ms');
-    result('lag_max', lags.reduce((m, l) => Math.max(m, l.lagMs), 0), 'ms');
   }
-  result('kmirror_vs_mm2', headline[0]!);
+  if (headline.length > 0) result('kmirror_vs_mm2', headline[0]!);
 } finally {
   await deleteMirrorMakerTopics([sourceAdmin, destAdmin]).catch(() => undefined);
   await clusters.close();

@@ -197,9 +197,9 @@ export async function headBatchRecords(source: RawCluster, topic: string): Promi
 
 export interface CopierSettings {
   readonly budgetBytes: number;
-  /** Concurrent copiers in the process, splitting the partitions and sharing the budget. */
+  /** Concurrent copiers in the process, splitting the partitions and sharing the budget, each
+   *  with connections of its own (as the product's copy activities). */
   readonly copiers: number;
-  readonly sessionPerCopier?: boolean;
   /** Fetch sizes and the like; the copier's defaults (the product's) when absent. */
   readonly options?: Partial<CopyOptions>;
 }
@@ -217,7 +217,6 @@ export function startCopier(topics: readonly string[], partitions: readonly numb
     graceMs: 15_000,
     budgetBytes: settings.budgetBytes,
     copiers: settings.copiers,
-    ...(settings.sessionPerCopier === undefined ? {} : { sessionPerCopier: settings.sessionPerCopier }),
     ...(settings.options === undefined ? {} : { options: settings.options }),
   };
   return runCopyTopic(args);
@@ -232,9 +231,11 @@ export async function finishCopier(child: CopyTopicProcess, opts: { terminate: b
   if (done) note(`kmirror: peak RSS ${round1(done.peakRss / 2 ** 20)} MiB, budget peak ${round1(done.budgetPeak / 2 ** 20)} MiB of ${opts.budgetBytes / 2 ** 20} MiB`);
 }
 
-/** One destination batch's lag (of its first record) and how many records it carries. */
+/** One destination batch's lag (of its first record), that record's timestamp as the source holds
+ *  it (ms since the epoch), and how many records the batch carries. */
 export interface BatchLag {
   readonly lagMs: number;
+  readonly sourceTime: number;
   readonly records: number;
 }
 
@@ -256,7 +257,7 @@ export async function batchLags(dest: RawCluster, topic: string, partitions: rea
       for (const batch of fetched.batches) {
         if (batch.lastOffset < offset) continue;
         if (!batch.logAppendTime) throw new Error(`${topic}-${partition}: batch at ${batch.baseOffset} is not LogAppendTime`);
-        if (batch.baseOffset >= from) lags.push({ lagMs: Number(batch.maxTimestamp - batch.baseTimestamp), records: batch.recordsCount });
+        if (batch.baseOffset >= from) lags.push({ lagMs: Number(batch.maxTimestamp - batch.baseTimestamp), sourceTime: Number(batch.baseTimestamp), records: batch.recordsCount });
         offset = batch.lastOffset + 1n;
       }
     }
