@@ -11,7 +11,8 @@
 //  3. warm-up: one record into every partition, and a wait until all are on the destination (so
 //     the tool's start-up — MirrorMaker's connector rebalance, kmirror's leases — is not lag);
 //  4. a librdkafka producer (bench/support/steady-producer.py: 16 KiB batches, linger --linger-ms)
-//     writes R MiB/s in total, dealt round-robin over every partition, for S seconds. Linger 50 ms
+//     writes R MiB/s in total, dealt round-robin over every partition, for --warmup-seconds + S
+//     seconds (the lag percentiles leave the warm-up out, and report p99 with it too). Linger 50 ms
 //     by default: with 5 ms the producer alone reached only 7 MiB/s into 2,000 partitions on this
 //     2-core machine (batches of ~1 record swamp the source broker), with 50 ms 19.6 MiB/s;
 //  5. once every record is on the destination: the lag of every destination batch after the
@@ -27,7 +28,7 @@
 //       MirrorMaker produces what its consumer read), so the same batch arithmetic applies.
 //
 //   npm run bench -- partitions [--topics 200] [--partitions-per-topic 10] [--mib-per-s 20]
-//        [--seconds 60] [--record-bytes 1024] [--linger-ms 50] [--rounds 2] [--mm2-tasks 2] [--kmirror-copiers 2]
+//        [--seconds 60] [--warmup-seconds 5] [--record-bytes 1024] [--linger-ms 50] [--rounds 2] [--mm2-tasks 2] [--kmirror-copiers 2]
 //        [--tools kmirror,mm2]   (also kmirror-sessionless: the copier without incremental fetch sessions)
 //        [--source-timestamps CreateTime|LogAppendTime]
 //   The 12-partition lag of issue #12: --topics 1 --partitions-per-topic 12 --linger-ms 1 --seconds 30
@@ -59,7 +60,7 @@ import {
   stackUp,
   startCopier,
   sum,
-  weightedPercentile,
+  summarizeLags,
   type BatchLag,
   type CopierSettings,
 } from './support/mirroring.ts';
@@ -71,6 +72,7 @@ const { values } = parseArgs({
     'partitions-per-topic': { type: 'string', default: '10' },
     'mib-per-s': { type: 'string', default: '20' },
     seconds: { type: 'string', default: '60' },
+    'warmup-seconds': { type: 'string', default: '5' },
     'record-bytes': { type: 'string', default: '1024' },
     'linger-ms': { type: 'string', default: '50' },
     rounds: { type: 'string', default: '2' },
@@ -92,7 +94,9 @@ const sourceTimestamps = values['source-timestamps']!;
 if (!['CreateTime', 'LogAppendTime'].includes(sourceTimestamps)) throw new Error(`--source-timestamps must be CreateTime or LogAppendTime, got ${sourceTimestamps}`);
 const partitions = range(partitionCount);
 const totalPartitions = topicCount * partitionCount;
-const steadyRecords = recordsPerSec * seconds;
+const warmupSeconds = Number(values['warmup-seconds']);
+/** Records of the load: the warm-up's and the measured seconds'. */
+const steadyRecords = recordsPerSec * (warmupSeconds + seconds);
 /** The copier process as in bench/throughput.ts, with the product's default fetch sizes. */
 const kmirror: CopierSettings = { budgetBytes: 64 * 2 ** 20, copiers: Number(values['kmirror-copiers']) };
 const steadyProducer = fileURLToPath(new URL('./support/steady-producer.py', import.meta.url));
@@ -164,6 +168,7 @@ interface Measured {
   readonly p50: number;
   readonly p99: number;
   readonly max: number;
+  readonly p99WithWarmup: number;
   readonly sourceP99: number;
   readonly toolCpuPerGiB: number;
   readonly brokerCpuPerGiB: number;
@@ -211,16 +216,19 @@ async function measure(tool: Tool, r: number): Promise<Measured> {
       sourceBroker: sourceBroker === undefined ? Number.NaN : cpuSeconds(sourceBroker),
     });
     const before = cpu();
-    const steady = await produce(topics, seconds);
+    const loadStart = Date.now();
+    const steady = await produce(topics, warmupSeconds + seconds);
     await awaitDestination(topics, BigInt(totalPartitions + steadyRecords), 300_000, failed);
     const after = cpu();
     const lags: BatchLag[] = [];
     for (const topic of topics) lags.push(...(await batchLags(dest, topic, partitions, 1n)));
     const gib = (steadyRecords * recordBytes) / 2 ** 30;
+    const lag = summarizeLags(lags, loadStart + warmupSeconds * 1000);
     const measured: Measured = {
-      p50: weightedPercentile(lags, 0.5),
-      p99: weightedPercentile(lags, 0.99),
-      max: lags.reduce((m, l) => Math.max(m, l.lagMs), 0),
+      p50: lag.p50,
+      p99: lag.p99,
+      max: lag.max,
+      p99WithWarmup: lag.p99WithWarmup,
       sourceP99: steady.latencyP99Ms,
       toolCpuPerGiB: round2((after.tool - before.tool) / gib),
       brokerCpuPerGiB: round2((after.broker - before.broker) / gib),
@@ -228,7 +236,7 @@ async function measure(tool: Tool, r: number): Promise<Measured> {
     };
     note(
       `${tool} round ${r + 1}: source wrote ${steady.records} records at ${steady.mibPerSec} MiB/s (produce → acknowledged p50 ${steady.latencyP50Ms} ms, p99 ${steady.latencyP99Ms} ms); ${lags.length} destination batches ` +
-        `(${round1(steadyRecords / lags.length)} records each); lag p50 ${measured.p50} ms, p99 ${measured.p99} ms, max ${measured.max} ms; ` +
+        `(${round1(steadyRecords / lags.length)} records each); lag after the warm-up p50 ${measured.p50} ms, p99 ${measured.p99} ms, max ${measured.max} ms (p99 with it ${measured.p99WithWarmup} ms); ` +
         `CPU ${measured.toolCpuPerGiB} s/GiB (destination broker ${measured.brokerCpuPerGiB} s/GiB, source broker ${measured.sourceBrokerCpuPerGiB} s/GiB)`,
     );
     return measured;
@@ -242,7 +250,7 @@ async function measure(tool: Tool, r: number): Promise<Measured> {
 
 try {
   note(`machine: ${cpus().length} cores (${cpus()[0]?.model ?? '?'}), ${Math.round(totalmem() / 2 ** 30)} GiB; Node ${process.version}; Kafka ${KAFKA_VERSION}`);
-  note(`load: ${topicCount} topics × ${partitionCount} partitions = ${totalPartitions}, ${values['mib-per-s']} MiB/s of ${recordBytes}-byte records (${recordsPerSec}/s) for ${seconds} s, producer linger ${values['linger-ms']} ms; source timestamps ${sourceTimestamps} (lag from ${sourceTimestamps === 'CreateTime' ? 'creation' : "the source's append"}); ${rounds} rounds; MirrorMaker tasks.max ${mm2Tasks}`);
+  note(`load: ${topicCount} topics × ${partitionCount} partitions = ${totalPartitions}, ${values['mib-per-s']} MiB/s of ${recordBytes}-byte records (${recordsPerSec}/s) for ${warmupSeconds} + ${seconds} s (lag after the warm-up), producer linger ${values['linger-ms']} ms; source timestamps ${sourceTimestamps} (lag from ${sourceTimestamps === 'CreateTime' ? 'creation' : "the source's append"}); ${rounds} rounds; MirrorMaker tasks.max ${mm2Tasks}`);
   const runs = new Map<Tool, Measured[]>(tools.map((t) => [t, []]));
   for (let r = 0; r < rounds; r++) {
     for (const tool of r % 2 === 0 ? tools : [...tools].reverse()) runs.get(tool)!.push(await measure(tool, r));
@@ -254,6 +262,7 @@ try {
     result(`${tool}_lag_p99_range`, `${Math.min(...m.map((x) => x.p99))}-${Math.max(...m.map((x) => x.p99))}`, 'ms');
     result(`${tool}_source_produce_p99`, median(m.map((x) => x.sourceP99)), 'ms');
     result(`${tool}_lag_max`, Math.max(...m.map((x) => x.max)), 'ms');
+    result(`${tool}_lag_p99_with_warmup`, median(m.map((x) => x.p99WithWarmup)), 'ms');
     result(`${tool}_cpu_per_gib`, round2(median(m.map((x) => x.toolCpuPerGiB))), 'CPU-s/GiB');
     result(`${tool}_with_broker_cpu_per_gib`, round2(median(m.map((x) => x.toolCpuPerGiB + x.brokerCpuPerGiB))), 'CPU-s/GiB');
     result(`${tool}_source_broker_cpu_per_gib`, round2(median(m.map((x) => x.sourceBrokerCpuPerGiB))), 'CPU-s/GiB');

@@ -58,9 +58,9 @@ import {
   stackUp,
   startCopier,
   watchDestination,
-  weightedPercentile,
-  type BatchLag,
+  summarizeLags,
   type CopierSettings,
+  type LagSummary,
 } from './support/mirroring.ts';
 
 const { values } = parseArgs({
@@ -204,11 +204,10 @@ async function measureMirror(tool: Tool, topic: string): Promise<Measured> {
  * Lag of `tool` while ProducerPerformance writes --lag-mib-per-s into a new topic (source
  * message.timestamp.type `timestamps`, destination LogAppendTime: see batchLags): the tool is
  * started and a first record in every partition mirrored before the load begins (start-up is not
- * lag), then the load runs --lag-warmup-seconds + --lag-seconds. `steady` holds the batches whose
- * first record the source timestamped after the warm-up — the producer's JVM and both tools' JITs
- * warm up in the first seconds —, `whole` every batch of the load.
+ * lag), then the load runs --lag-warmup-seconds + --lag-seconds (summarizeLags: the headline
+ * percentiles leave the warm-up out).
  */
-async function measureLag(tool: Tool, timestamps: 'CreateTime' | 'LogAppendTime'): Promise<{ steady: BatchLag[]; whole: BatchLag[]; producer: ProducerPerfResult }> {
+async function measureLag(tool: Tool, timestamps: 'CreateTime' | 'LogAppendTime'): Promise<{ lag: LagSummary; producer: ProducerPerfResult }> {
   const topic = `${run}-lag-${tool}-${timestamps}`;
   await createTopic(sourceAdmin, topic, { 'message.timestamp.type': timestamps });
   await createTopic(destAdmin, topic, { 'message.timestamp.type': 'LogAppendTime' });
@@ -251,8 +250,7 @@ async function measureLag(tool: Tool, timestamps: 'CreateTime' | 'LogAppendTime'
       extra: { 'linger.ms': '1', 'batch.size': '65536', ...compressed },
     });
     await watchDestination(dest, topic, partitions, BigInt(partitionCount + rate * seconds), { timeoutMs: 120_000, failed });
-    const whole = await batchLags(dest, topic, partitions, 1n);
-    return { steady: whole.filter((l) => l.sourceTime >= loadStart + lagWarmupSeconds * 1000), whole, producer };
+    return { lag: summarizeLags(await batchLags(dest, topic, partitions, 1n), loadStart + lagWarmupSeconds * 1000), producer };
   } finally {
     await stop();
     await deleteTopic(destAdmin, topic);
@@ -310,15 +308,15 @@ try {
     const lagTools: Tool[] = ['kmirror', `mm2_t${mm2Tasks[0]!}`];
     for (const [i, timestamps] of (['CreateTime', 'LogAppendTime'] as const).entries()) {
       for (const tool of i % 2 === 0 ? lagTools : [...lagTools].reverse()) {
-        const { steady, whole, producer } = await measureLag(tool, timestamps);
+        const { lag, producer } = await measureLag(tool, timestamps);
         const name = `lag_${timestamps === 'CreateTime' ? 'from_creation' : 'from_source_append'}_${tool}`;
-        note(`${name}: ${whole.length} destination batches (${steady.length} after the warm-up), source producer p99 ${producer.p99Ms} ms at ${producer.mbPerSec} MiB/s`);
+        note(`${name}: ${lag.batches} destination batches (${lag.steadyBatches} after the warm-up), source producer p99 ${producer.p99Ms} ms at ${producer.mbPerSec} MiB/s`);
         result(`${name}_rate`, producer.mbPerSec, 'MiB/s');
         result(`${name}_source_produce_p99`, producer.p99Ms, 'ms');
-        result(`${name}_p50`, weightedPercentile(steady, 0.5), 'ms');
-        result(`${name}_p99`, weightedPercentile(steady, 0.99), 'ms');
-        result(`${name}_max`, steady.reduce((m, l) => Math.max(m, l.lagMs), 0), 'ms');
-        result(`${name}_p99_with_warmup`, weightedPercentile(whole, 0.99), 'ms');
+        result(`${name}_p50`, lag.p50, 'ms');
+        result(`${name}_p99`, lag.p99, 'ms');
+        result(`${name}_max`, lag.max, 'ms');
+        result(`${name}_p99_with_warmup`, lag.p99WithWarmup, 'ms');
       }
     }
   }

@@ -265,6 +265,30 @@ export async function batchLags(dest: RawCluster, topic: string, partitions: rea
   return lags;
 }
 
+/** A load's lag: p50, p99 and max over the batches whose first record the source timestamped at or
+ *  after `steadyFrom` (ms since the epoch: the load's start plus a warm-up, when the producer's and
+ *  the tools' JITs are still warming), and p99 over every batch. */
+export interface LagSummary {
+  readonly p50: number;
+  readonly p99: number;
+  readonly max: number;
+  readonly p99WithWarmup: number;
+  readonly batches: number;
+  readonly steadyBatches: number;
+}
+
+export function summarizeLags(lags: readonly BatchLag[], steadyFrom: number): LagSummary {
+  const steady = lags.filter((l) => l.sourceTime >= steadyFrom);
+  return {
+    p50: weightedPercentile(steady, 0.5),
+    p99: weightedPercentile(steady, 0.99),
+    max: steady.reduce((m, l) => Math.max(m, l.lagMs), 0),
+    p99WithWarmup: weightedPercentile(lags, 0.99),
+    batches: lags.length,
+    steadyBatches: steady.length,
+  };
+}
+
 /** The q-quantile of the lags, each batch weighted by its records. */
 export function weightedPercentile(samples: readonly BatchLag[], q: number): number {
   const sorted = [...samples].sort((a, b) => a.lagMs - b.lagMs);
