@@ -64,8 +64,10 @@ export interface DataPlaneConfig {
 export interface RunnerConfig {
   /** Partitions one copy activity copies at most. */
   readonly partitionsPerCopier: number;
-  /** New copies are spread over at least this many activities when there are enough partitions
-   *  (one copier alternates fetch and produce; two overlap them: 161 vs 270 MiB/s measured). */
+  /** New copies are spread over at least this many activities when there are enough partitions,
+   *  each with connections of its own. Measured on 12 partitions (2 cores; docs/benchmarks.md):
+   *  one copier 161 MiB/s, two 270; with a connection pair per copier, 256 KiB source batches two
+   *  279, three 309, four 273 MiB/s (16 KiB batches: 258, 288, 291). */
   readonly minCopies: number;
   readonly copyHeartbeatTimeoutMs: number;
   /** How often the runner looks for new source topics matching its filter. */
@@ -98,7 +100,7 @@ export function parseDataPlane(env: Env): DataPlaneConfig {
     positionIntervalMs: parsePositiveInt('KMIRROR_POSITION_INTERVAL_MS', env.KMIRROR_POSITION_INTERVAL_MS, 5_000),
     runner: Object.freeze({
       partitionsPerCopier: parsePositiveInt('KMIRROR_PARTITIONS_PER_COPIER', env.KMIRROR_PARTITIONS_PER_COPIER, 1_000),
-      minCopies: parsePositiveInt('KMIRROR_MIN_COPIES', env.KMIRROR_MIN_COPIES, 2),
+      minCopies: parsePositiveInt('KMIRROR_MIN_COPIES', env.KMIRROR_MIN_COPIES, 3),
       copyHeartbeatTimeoutMs: parsePositiveInt('KMIRROR_COPY_HEARTBEAT_TIMEOUT_MS', env.KMIRROR_COPY_HEARTBEAT_TIMEOUT_MS, 10_000),
       discoveryIntervalMs: parsePositiveInt('KMIRROR_DISCOVERY_INTERVAL_MS', env.KMIRROR_DISCOVERY_INTERVAL_MS, 60_000),
       groupSyncIntervalMs: parsePositiveInt('KMIRROR_GROUP_SYNC_INTERVAL_MS', env.KMIRROR_GROUP_SYNC_INTERVAL_MS, 10_000),

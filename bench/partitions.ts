@@ -28,7 +28,7 @@
 //       MirrorMaker produces what its consumer read), so the same batch arithmetic applies.
 //
 //   npm run bench -- partitions [--topics 200] [--partitions-per-topic 10] [--mib-per-s 20]
-//        [--seconds 60] [--warmup-seconds 5] [--record-bytes 1024] [--linger-ms 50] [--rounds 2] [--mm2-tasks 2] [--kmirror-copiers 2]
+//        [--seconds 60] [--warmup-seconds 5] [--record-bytes 1024] [--linger-ms 50] [--rounds 2] [--mm2-tasks 2] [--kmirror-copiers 3]
 //        [--tools kmirror,mm2]   (also kmirror-sessionless: the copier without incremental fetch sessions)
 //        [--source-timestamps CreateTime|LogAppendTime]
 //   The 12-partition lag of issue #12: --topics 1 --partitions-per-topic 12 --linger-ms 1 --seconds 30
@@ -77,7 +77,7 @@ const { values } = parseArgs({
     'linger-ms': { type: 'string', default: '50' },
     rounds: { type: 'string', default: '2' },
     'mm2-tasks': { type: 'string', default: '2' },
-    'kmirror-copiers': { type: 'string', default: '2' },
+    'kmirror-copiers': { type: 'string', default: '3' },
     tools: { type: 'string', default: 'kmirror,mm2' },
     'source-timestamps': { type: 'string', default: 'CreateTime' },
   },

@@ -23,7 +23,7 @@
 // (kafka/verify.ts verifyPartition).
 //
 //   npm run bench -- runner [--size-mib 1024] [--rounds 4] [--partitions 12] [--record-bytes 1024]
-//        [--copiers 2] [--budget-mib 64] [--source-batch-bytes 262144] [--verify-all]
+//        [--copiers 3] [--budget-mib 64] [--source-batch-bytes 262144] [--verify-all]
 //
 // Prints RESULT lines; the last is RESULT runner_vs_copier=<ratio> (median of the rounds' ratios).
 import { cpus, loadavg, totalmem } from 'node:os';
@@ -60,7 +60,7 @@ const { values } = parseArgs({
     rounds: { type: 'string', default: '4' },
     partitions: { type: 'string', default: '12' },
     'record-bytes': { type: 'string', default: '1024' },
-    copiers: { type: 'string', default: '2' },
+    copiers: { type: 'string', default: '3' },
     'budget-mib': { type: 'string', default: '64' },
     'source-batch-bytes': { type: 'string', default: '262144' },
     'verify-all': { type: 'boolean', default: false },

@@ -27,7 +27,7 @@
 //     the first --lag-warmup-seconds of the load, and over all of them (`_with_warmup`).
 //
 //   npm run bench -- throughput [--mib 1024] [--record-bytes 1024] [--partitions 12] [--rounds 4]
-//        [--profiles default,large|none] [--mm2-tasks 1,2] [--kmirror-copiers 2] [--lag-seconds 30]
+//        [--profiles default,large|none] [--mm2-tasks 1,2] [--kmirror-copiers 3] [--lag-seconds 30]
 //        [--lag-warmup-seconds 5] [--lag-mib-per-s 20] [--skip-lag] [--skip-verify] [--compression none|gzip|snappy|lz4|zstd]
 //
 // Prints RESULT lines per profile (`<profile>_kmirror`, `<profile>_mm2_t<N>` medians and ranges,
@@ -71,7 +71,7 @@ const { values } = parseArgs({
     rounds: { type: 'string', default: '4' },
     profiles: { type: 'string', default: 'default,large' },
     'mm2-tasks': { type: 'string', default: '1,2' },
-    'kmirror-copiers': { type: 'string', default: '2' },
+    'kmirror-copiers': { type: 'string', default: '3' },
     'lag-seconds': { type: 'string', default: '30' },
     'lag-warmup-seconds': { type: 'string', default: '5' },
     'lag-mib-per-s': { type: 'string', default: '20' },
