@@ -219,7 +219,9 @@ export function startCopier(topics: readonly string[], partitions: readonly numb
     copiers: settings.copiers,
     ...(settings.options === undefined ? {} : { options: settings.options }),
   };
-  return runCopyTopic(args);
+  // KMIRROR_BENCH_COPIER_FLAGS: Node flags for the copier process, e.g. '--cpu-prof --cpu-prof-dir=/tmp/prof'
+  // (docs/benchmarks.md, "Profiling the worker").
+  return runCopyTopic(args, (process.env.KMIRROR_BENCH_COPIER_FLAGS ?? '').split(' ').filter(Boolean));
 }
 
 /** Wait for the copier process to end (SIGTERM it first unless it stops by itself) and note its memory. */
