@@ -59,6 +59,16 @@
 //     one), and a batch that cannot be decoded counts as corrupt. The partition is copied up to
 //     that batch and halts with CORRUPT_RECORD_BATCH and the batch's offsets; the others go on.
 //     Cost: CRC-32C runs at ~11 GiB/s here (0.07–0.1 CPU-s per GiB), ~2% of the copier's own.
+// 13. Gathering. After an answer that carried records but fewer than fetchGatherBytesPerPartition
+//     per partition fetched, the copier waits fetchGatherWaitMs before its next fetch from that
+//     leader, so the source gathers more for it; otherwise it fetches at once (and the broker
+//     answers on the first byte, or after fetchMaxWaitMs when idle). With thousands of partitions
+//     every fetch costs the source broker a walk over all of them, and a copier that fetches again
+//     the moment it has produced sends many nearly empty fetches; the price is at most
+//     fetchGatherWaitMs of lag while the source trickles. The wait is the copier's, not the
+//     broker's (fetch minBytes): a fetch held in the broker for more bytes is re-examined, all its
+//     partitions, on every append to any of them — measured at 2,000 partitions, the source broker
+//     then spent 63 CPU-s per GiB written instead of 47.
 import { setTimeout as sleep } from 'node:timers/promises';
 import pRetry from 'p-retry';
 import { KmirrorError, isKmirrorError } from '../domain/errors.ts';
@@ -87,9 +97,13 @@ export interface CopyOptions {
   readonly mergeBatchBytes: number;
   /** Give up (CLUSTER_UNREACHABLE) after this long without one successful round. */
   readonly unreachableAfterMs: number;
-  /** Incremental fetch sessions with the source leaders (contract 11); false (the default for
-   *  now): every fetch names every partition. */
+  /** Incremental fetch sessions with the source leaders (contract 11); false: every fetch names
+   *  every partition. */
   readonly fetchSessions: boolean;
+  /** Contract 13: an answer of fewer bytes than this per fetched partition (0: none) makes the
+   *  copier wait fetchGatherWaitMs before fetching from that leader again. */
+  readonly fetchGatherBytesPerPartition: number;
+  readonly fetchGatherWaitMs: number;
 }
 
 export const defaultCopyOptions: CopyOptions = Object.freeze({
@@ -102,6 +116,8 @@ export const defaultCopyOptions: CopyOptions = Object.freeze({
   mergeBatchBytes: 512 * 1024,
   unreachableAfterMs: 60_000,
   fetchSessions: true,
+  fetchGatherBytesPerPartition: 1024,
+  fetchGatherWaitMs: 20,
 });
 
 /** Header key of the last alignment filler (contract 2); its value is the offset aligned to. */
@@ -187,6 +203,9 @@ export interface CopyStats {
    *  sessions the source broker lost (evicted, or an epoch it did not expect) and that were reopened. */
   incrementalFetches: number;
   fetchSessionResets: number;
+  /** Fetches sent to source leaders, and those of them sent after a gathering wait (contract 13). */
+  fetches: number;
+  gatheringFetches: number;
 }
 
 /** A copy's counts before it has done anything. */
@@ -211,6 +230,8 @@ export function emptyCopyStats(): CopyStats {
     prefetchesDropped: 0,
     incrementalFetches: 0,
     fetchSessionResets: 0,
+    fetches: 0,
+    gatheringFetches: 0,
   };
 }
 
@@ -421,6 +442,8 @@ class Copier {
   private rotation = 0;
   /** Per source leader, the fetch issued while its previous round was producing (pipelining). */
   private readonly prefetches = new Map<number, Prefetch>();
+  /** Record bytes of the latest answer from each source leader (contract 13). */
+  private readonly lastAnswerBytes = new Map<number, number>();
   /** One incremental fetch session per source leader (contract 11). */
   private readonly fetchSessions = new Map<number, FetchSession>();
 
@@ -825,6 +848,10 @@ class Copier {
    */
   private async fetchFrom(leader: number, positions: readonly { state: PartitionState; offset: bigint }[]): Promise<Fetched> {
     const { source, budget } = this.req;
+    // Contract 13: after a small answer, let the source gather more before fetching again.
+    const last = this.lastAnswerBytes.get(leader) ?? 0;
+    const gather = last > 0 && last < positions.length * this.options.fetchGatherBytesPerPartition;
+    if (gather) await sleep(this.options.fetchGatherWaitMs, undefined, { signal: this.stop.signal }).catch(() => undefined);
     const reserve = Math.min(this.options.fetchMaxBytes, positions.length * this.options.partitionMaxBytes);
     await budget.acquire(reserve, this.stop.signal);
     try {
@@ -841,6 +868,9 @@ class Copier {
       this.stats.incrementalFetches = [...this.fetchSessions.values()].reduce((n, x) => n + x.stats.incremental, 0);
       this.stats.fetchSessionResets = [...this.fetchSessions.values()].reduce((n, x) => n + x.stats.resets, 0);
       const actual = partitions.reduce((n, p) => n + p.bytes, 0);
+      this.lastAnswerBytes.set(leader, actual);
+      this.stats.fetches++;
+      if (gather) this.stats.gatheringFetches++;
       if (actual > reserve) budget.force(actual - reserve);
       else budget.release(reserve - actual);
       return { partitions, held: actual };

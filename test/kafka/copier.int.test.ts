@@ -87,6 +87,34 @@ describe('offsets and fidelity', () => {
     expect(verified.reduce((n, v) => n + v.recordsCompared, 0)).toBe(1_220);
   });
 
+  it('after a small answer the copier waits before fetching again (contract 13): a trickle is fetched about once per gather wait, the copy stays exact', async () => {
+    const topic = await f.topicPair({ partitions: 12 });
+    const producer = await f.producer();
+    const stop = new AbortController();
+    // 64 KiB per partition (768 KiB a fetch) is never reached by the trickle: every answer is
+    // followed by a 100 ms wait. Without it each record would be fetched on its own.
+    const options = { fetchGatherBytesPerPartition: 64 * 1024, fetchGatherWaitMs: 100 };
+    const copying = f.copy({ topic, partitions: all(12), untilCaughtUp: false, signal: stop.signal, options });
+    const started = Date.now();
+    for (let i = 0; i < 200; i++) {
+      await producer.send({ topic, messages: [{ partition: i % 12, key: `k${i}`, value: `trickle-${i}` }] });
+      await sleep(5);
+    }
+    const sourceEnds = await f.source.listOffsets(topic, all(12), 'latest');
+    await expect.poll(() => f.dest.listOffsets(topic, all(12), 'latest'), { timeout: 20_000 }).toEqual(sourceEnds);
+    const elapsed = Date.now() - started;
+    stop.abort();
+    const result = await copying;
+    expect(result.stats.gatheringFetches).toBeGreaterThan(3);
+    // A wait of 100 ms after each answer; a fetch that finds nothing new long-polls (up to 500 ms)
+    // for the next record: far fewer fetches than the 200 records.
+    expect(result.stats.fetches).toBeLessThanOrEqual(2 * Math.ceil(elapsed / 100) + 10);
+    expect(result.stats.fetches).toBeLessThan(200);
+    const verified = await f.verifyAll(topic, all(12));
+    for (const v of verified) expect(v).toMatchObject({ equal: true });
+    expect(verified.reduce((n, v) => n + v.recordsCompared, 0)).toBe(200);
+  });
+
   it('a fetch session answers only what is new, and one the broker lost is reopened with a full fetch', async () => {
     const topic = await f.topicPair({ partitions: 2 });
     const producer = await f.producer();
