@@ -96,7 +96,7 @@ const partitions = range(partitionCount);
 const totalPartitions = topicCount * partitionCount;
 const warmupSeconds = Number(values['warmup-seconds']);
 /** Records of the load: the warm-up's and the measured seconds'. */
-const steadyRecords = recordsPerSec * (warmupSeconds + seconds);
+const loadRecords = recordsPerSec * (warmupSeconds + seconds);
 /** The copier process as in bench/throughput.ts, with the product's default fetch sizes. */
 const kmirror: CopierSettings = { budgetBytes: 64 * 2 ** 20, copiers: Number(values['kmirror-copiers']) };
 const steadyProducer = fileURLToPath(new URL('./support/steady-producer.py', import.meta.url));
@@ -218,11 +218,11 @@ async function measure(tool: Tool, r: number): Promise<Measured> {
     const before = cpu();
     const loadStart = Date.now();
     const steady = await produce(topics, warmupSeconds + seconds);
-    await awaitDestination(topics, BigInt(totalPartitions + steadyRecords), 300_000, failed);
+    await awaitDestination(topics, BigInt(totalPartitions + loadRecords), 300_000, failed);
     const after = cpu();
     const lags: BatchLag[] = [];
     for (const topic of topics) lags.push(...(await batchLags(dest, topic, partitions, 1n)));
-    const gib = (steadyRecords * recordBytes) / 2 ** 30;
+    const gib = (loadRecords * recordBytes) / 2 ** 30;
     const lag = summarizeLags(lags, loadStart + warmupSeconds * 1000);
     const measured: Measured = {
       p50: lag.p50,
@@ -236,7 +236,7 @@ async function measure(tool: Tool, r: number): Promise<Measured> {
     };
     note(
       `${tool} round ${r + 1}: source wrote ${steady.records} records at ${steady.mibPerSec} MiB/s (produce → acknowledged p50 ${steady.latencyP50Ms} ms, p99 ${steady.latencyP99Ms} ms); ${lags.length} destination batches ` +
-        `(${round1(steadyRecords / lags.length)} records each); lag after the warm-up p50 ${measured.p50} ms, p99 ${measured.p99} ms, max ${measured.max} ms (p99 with it ${measured.p99WithWarmup} ms); ` +
+        `(${round1(loadRecords / lags.length)} records each); lag after the warm-up p50 ${measured.p50} ms, p99 ${measured.p99} ms, max ${measured.max} ms (p99 with it ${measured.p99WithWarmup} ms); ` +
         `CPU ${measured.toolCpuPerGiB} s/GiB (destination broker ${measured.brokerCpuPerGiB} s/GiB, source broker ${measured.sourceBrokerCpuPerGiB} s/GiB)`,
     );
     return measured;

@@ -34,7 +34,6 @@
 // CPU-s/GiB, `<profile>_kmirror_vs_mm2`: the median over rounds of kmirror ÷ the best MirrorMaker
 // setting of that round's run); the last is RESULT kmirror_vs_mm2=<ratio> of the first profile.
 import { cpus, totalmem } from 'node:os';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
 import { deleteTopicsAndWait } from '../kafka/admin.ts';
 import { KAFKA_VERSION } from '../scripts/stack/topology.ts';
@@ -138,36 +137,51 @@ interface Measured {
   readonly brokerCpuPerGiB: number;
 }
 
+/** A mirroring tool running on `topic`: its process, what it reports as failed (MirrorMaker's
+ *  connector), and how to stop it (MirrorMaker's internal topics deleted with it). */
+interface RunningTool {
+  readonly pid: number;
+  /** kmirror: resolves once the copier runs; MirrorMaker: at once (its records tell). */
+  readonly started: Promise<void>;
+  readonly mm2?: MirrorMakerHandle;
+  readonly failed: () => string | undefined;
+  stop(): Promise<void>;
+}
+
+/** Start `tool` on `topic`; MirrorMaker with the tuned settings plus `mm2Extra`. */
+function startTool(tool: Tool, topic: string, mm2Extra: Record<string, string> = {}): RunningTool {
+  if (tool === 'kmirror') {
+    const child = startCopier([topic], partitions, false, kmirror);
+    return { pid: child.pid, started: child.started, failed: () => undefined, stop: () => finishCopier(child, { terminate: true, budgetBytes: kmirror.budgetBytes }) };
+  }
+  const mm2 = startMirrorMaker({
+    source: sourceConnection,
+    destination: destConnection,
+    topicsRegex: topic.replaceAll('.', '\\.'),
+    tasks: Number(tool.slice('mm2_t'.length)),
+    extra: { ...tunedMirrorMakerProperties(compression), ...mm2Extra },
+  });
+  return {
+    pid: mm2.pid,
+    started: Promise.resolve(),
+    mm2,
+    failed: mm2.sourceConnectorError,
+    async stop() {
+      await mm2.stop();
+      await deleteMirrorMakerTopics([sourceAdmin, destAdmin]);
+    },
+  };
+}
+
 async function measureMirror(tool: Tool, topic: string): Promise<Measured> {
   await createTopic(destAdmin, topic);
-  let stop: () => Promise<void>;
-  let pid: number;
-  let mm2: MirrorMakerHandle | undefined;
-  if (tool === 'kmirror') {
-    // Kept running like MirrorMaker (its CPU is read when the last record has arrived), then stopped.
-    const child = startCopier([topic], partitions, false, kmirror);
-    pid = child.pid;
-    stop = () => finishCopier(child, { terminate: true, budgetBytes: kmirror.budgetBytes });
-  } else {
-    mm2 = startMirrorMaker({
-      source: sourceConnection,
-      destination: destConnection,
-      topicsRegex: topic.replaceAll('.', '\\.'),
-      tasks: Number(tool.slice('mm2_t'.length)),
-      extra: tunedMirrorMakerProperties(compression),
-    });
-    pid = mm2.pid;
-    const handle = mm2;
-    stop = async () => {
-      await handle.stop();
-      await deleteMirrorMakerTopics([sourceAdmin, destAdmin]);
-    };
-  }
+  // kmirror is kept running like MirrorMaker (its CPU is read when the last record has arrived), then stopped.
+  const { pid, mm2, failed, stop } = startTool(tool, topic);
   try {
     const [broker] = brokerPids('dest');
     const watched = await watchDestination(dest, topic, partitions, BigInt(records), {
       cpuOf: { tool: pid, ...(broker === undefined ? {} : { broker }) },
-      ...(mm2 === undefined ? {} : { failed: mm2.sourceConnectorError }),
+      failed,
     });
     const gib = (records * recordBytes) / 2 ** 30;
     const measured: Measured = {
@@ -211,27 +225,9 @@ async function measureLag(tool: Tool, timestamps: 'CreateTime' | 'LogAppendTime'
   const topic = `${run}-lag-${tool}-${timestamps}`;
   await createTopic(sourceAdmin, topic, { 'message.timestamp.type': timestamps });
   await createTopic(destAdmin, topic, { 'message.timestamp.type': 'LogAppendTime' });
-  let stop: () => Promise<void>;
-  let failed: () => string | undefined = () => undefined;
-  if (tool === 'kmirror') {
-    const child = startCopier([topic], partitions, false, kmirror);
-    await child.started;
-    stop = () => finishCopier(child, { terminate: true, budgetBytes: kmirror.budgetBytes });
-  } else {
-    const mm2 = startMirrorMaker({
-      source: sourceConnection,
-      destination: destConnection,
-      topicsRegex: topic.replaceAll('.', '\\.'),
-      tasks: Number(tool.slice('mm2_t'.length)),
-      // The destination topic exists with LogAppendTime; keep MirrorMaker from syncing configs.
-      extra: { ...tunedMirrorMakerProperties(compression), 'sync.topic.configs.enabled': 'false' },
-    });
-    failed = mm2.sourceConnectorError;
-    stop = async () => {
-      await mm2.stop();
-      await deleteMirrorMakerTopics([sourceAdmin, destAdmin]);
-    };
-  }
+  // The destination topic exists with LogAppendTime; keep MirrorMaker from syncing configs.
+  const { started, failed, stop } = startTool(tool, topic, { 'sync.topic.configs.enabled': 'false' });
+  await started;
   try {
     const warmUp = clusters.sourceKafka.producer();
     await warmUp.connect();

@@ -292,7 +292,7 @@ export function summarizeLags(lags: readonly BatchLag[], steadyFrom: number): La
 }
 
 /** The q-quantile of the lags, each batch weighted by its records. */
-export function weightedPercentile(samples: readonly BatchLag[], q: number): number {
+function weightedPercentile(samples: readonly BatchLag[], q: number): number {
   const sorted = [...samples].sort((a, b) => a.lagMs - b.lagMs);
   const total = sorted.reduce((n, s) => n + s.records, 0);
   let seen = 0;
