@@ -2,6 +2,7 @@
 import { Kafka, logLevel, type KafkaConfig, type SASLOptions } from 'kafkajs';
 import type { ClusterConnection } from '../domain/connection.ts';
 import { KmirrorError } from '../domain/errors.ts';
+import { socketFactory } from './socket.ts';
 
 // kafkajs 2.2.4's request queue arms a timer with a negative delay; Node ≥ 23 then prints a
 // TimeoutNegativeWarning on every client (the timer fires after 1 ms, as it always did). That
@@ -33,6 +34,7 @@ export function createKafka(connection: ClusterConnection, options: KafkaClientO
     ...(usesSasl && connection.sasl ? { sasl: saslOptions(connection.sasl) } : {}),
     connectionTimeout: options.connectionTimeoutMs ?? 5_000,
     requestTimeout: options.requestTimeoutMs ?? 30_000,
+    socketFactory,
     retry: { retries: options.retries ?? 3, initialRetryTime: 200, maxRetryTime: 5_000 },
     // kafkajs logs to stdout by default and can include broker config; we surface errors ourselves.
     logLevel: logLevel.NOTHING,

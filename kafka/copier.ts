@@ -28,7 +28,9 @@
 //  6. Bounded memory. Bytes are reserved from the shared budget before a fetch (a prefetch too,
 //     contract 10) and released when the destination has acknowledged them. Each produce request holds a copy of its batches (a
 //     merged batch, contract 7, is written straight into it) until it is answered: at most
-//     maxInFlight requests' worth on top.
+//     maxInFlight requests' worth on top. A round's fetch answer is given back for reuse
+//     (kafka/buffer-pool.ts) when the round ends — every produce request made from it answered or
+//     failed, a boundary batch in it copied out — and so is each answered produce request.
 //  7. Fidelity. Source batches are copied as bytes (only producer id/epoch/sequence and the CRC
 //     change), so keys, values, headers, timestamps and compression are kept. Consecutive
 //     uncompressed batches are merged into one of up to mergeBatchBytes (each record's bytes kept,
@@ -268,7 +270,10 @@ export type RecordsLoss = { readonly topic: string; readonly partition: number }
 
 /** The last batch (or re-encoded record, or filled gap) acknowledged for a partition, until its
  *  position is taken. */
-type Boundary = { readonly offset: bigint; readonly leaderEpoch: number } & ({ readonly batch: RawBatch } | { readonly record: DecodedRecord } | { readonly invisible: true });
+type Boundary = { readonly offset: bigint; readonly leaderEpoch: number } & (ProducedBoundary | { readonly invisible: true });
+/** A copied batch (its last record is the boundary: decoded only when the position is handed
+ *  over), or the checksum of a re-encoded batch's last record. */
+type ProducedBoundary = { readonly batch: RawBatch } | { readonly checksum: string };
 
 interface PartitionState {
   readonly topic: string;
@@ -300,7 +305,7 @@ interface ProduceItem {
   /** Unstamped source bytes or an encoder: stamped with the sequence at send time. */
   readonly stamp: (s: { producerId: bigint; producerEpoch: number; baseSequence: number }) => Buffer | Buffer[] | InPlaceBatch;
   /** What becomes the partition's boundary once acknowledged (absent for fillers). */
-  readonly boundary?: { readonly batch: RawBatch } | { readonly record: DecodedRecord };
+  readonly boundary?: ProducedBoundary;
   /** Source batches copied as they are (more than one: merged into one batch). */
   readonly batches?: readonly RawBatch[];
 }
@@ -607,8 +612,9 @@ class Copier {
       state.boundary = undefined;
       let checksum: string;
       if ('invisible' in boundary) checksum = invisibleChecksum(boundary.offset - 1n);
+      else if ('checksum' in boundary) checksum = boundary.checksum;
       else {
-        const record = 'record' in boundary ? boundary.record : decodeRecords(boundary.batch).at(-1);
+        const record = decodeRecords(boundary.batch).at(-1);
         if (record === undefined) continue;
         checksum = recordChecksum(record);
       }
@@ -897,7 +903,9 @@ class Copier {
   private async dropPrefetch(prefetch: Prefetch): Promise<void> {
     this.stats.prefetchesDropped++;
     const fetched = await prefetch.fetched.catch(() => undefined);
-    if (fetched !== undefined) this.req.budget.release(fetched.held);
+    if (fetched === undefined) return;
+    this.req.budget.release(fetched.held);
+    this.req.source.recycleAnswer(fetched.partitions);
   }
 
   /** Drop every prefetch (a resync moves positions; the copier stops): their bytes go back. */
@@ -973,6 +981,16 @@ class Copier {
       if (refetch.size > 0) throw new Resync(`source moved for ${refetch.size} partition(s) (leader change or log start beyond our offset)`, refetch);
     } finally {
       budget.release(held);
+      // The answer's buffer is used again (contract 6): a boundary batch still in it is copied out
+      // first; every produce request made from it has been encoded (produceRounds awaits them all).
+      const answerBuffers = new Set(fetched.flatMap((p) => p.batches.slice(0, 1).map((b) => b.bytes.buffer)));
+      for (const state of states) {
+        const boundary = state.boundary;
+        if (boundary !== undefined && 'batch' in boundary && answerBuffers.has(boundary.batch.bytes.buffer)) {
+          state.boundary = { ...boundary, batch: { ...boundary.batch, bytes: Buffer.from(boundary.batch.bytes) } };
+        }
+      }
+      this.req.source.recycleAnswer(fetched);
     }
   }
 
@@ -1086,7 +1104,7 @@ class Copier {
       bytes,
       leaderEpoch,
       stamp: (s) => encodeBatch(chunk, s),
-      boundary: { record: chunk[chunk.length - 1]! },
+      boundary: { checksum: recordChecksum(chunk[chunk.length - 1]!) },
     }));
   }
 
@@ -1131,38 +1149,44 @@ class Copier {
    */
   private async produceRounds(rounds: ProduceItem[][]): Promise<void> {
     const { destination } = this.req;
+    // Each promise here settles (never rejects) once its request is answered or has failed.
     const inFlight: Promise<void>[] = [];
     let resync: Resync | undefined;
-    for (const round of rounds) {
-      const live = round.filter((item) => item.state.status === 'copying');
-      if (live.length === 0 || resync) continue;
-      const byLeader = new Map<number, ProduceItem[]>();
-      for (const item of live) {
-        const leader = await destination.leaderOf(item.state.topic, item.state.partition);
-        const list = byLeader.get(leader);
-        if (list === undefined) byLeader.set(leader, [item]);
-        else list.push(item);
-      }
-      for (const [leader, items] of byLeader) {
-        this.assertLease();
-        const batches = items.map((item) => {
-          const baseSequence = this.sequences.get(item.state.key) ?? 0;
-          this.sequences.set(item.state.key, nextSequence(baseSequence, item.records));
-          return { topic: item.state.topic, partition: item.state.partition, batch: item.stamp({ ...this.producer, baseSequence }) };
-        });
-        const sent = destination
-          .produce({ leader, partitions: batches, timeoutMs: this.options.produceTimeoutMs })
-          .then((responses) => this.acknowledge(items, responses))
-          .catch((err: unknown) => {
-            // A request that failed as a whole leaves every partition in it uncertain.
-            const r = err instanceof Resync ? err : new Resync(`produce failed: ${(err as Error).message}`, new Set(items.map((i) => i.state.key)), { cause: err });
-            resync = resync?.and(r) ?? r;
+    try {
+      for (const round of rounds) {
+        const live = round.filter((item) => item.state.status === 'copying');
+        if (live.length === 0 || resync) continue;
+        const byLeader = new Map<number, ProduceItem[]>();
+        for (const item of live) {
+          const leader = await destination.leaderOf(item.state.topic, item.state.partition);
+          const list = byLeader.get(leader);
+          if (list === undefined) byLeader.set(leader, [item]);
+          else list.push(item);
+        }
+        for (const [leader, items] of byLeader) {
+          this.assertLease();
+          const batches = items.map((item) => {
+            const baseSequence = this.sequences.get(item.state.key) ?? 0;
+            this.sequences.set(item.state.key, nextSequence(baseSequence, item.records));
+            return { topic: item.state.topic, partition: item.state.partition, batch: item.stamp({ ...this.producer, baseSequence }) };
           });
-        inFlight.push(sent);
-        if (inFlight.length >= this.options.maxInFlight) await inFlight.shift();
+          const sent = destination
+            .produce({ leader, partitions: batches, timeoutMs: this.options.produceTimeoutMs })
+            .then((responses) => this.acknowledge(items, responses))
+            .catch((err: unknown) => {
+              // A request that failed as a whole leaves every partition in it uncertain.
+              const r = err instanceof Resync ? err : new Resync(`produce failed: ${(err as Error).message}`, new Set(items.map((i) => i.state.key)), { cause: err });
+              resync = resync?.and(r) ?? r;
+            });
+          inFlight.push(sent);
+          if (inFlight.length >= this.options.maxInFlight) await inFlight.shift();
+        }
       }
+    } finally {
+      // Also when the lease is lost or a leader lookup fails mid-way: the requests already made
+      // are encoded from the fetch answer's buffer, which is used again once this returns.
+      await Promise.all(inFlight);
     }
-    await Promise.all(inFlight);
     if (resync) throw resync;
   }
 

@@ -24,6 +24,7 @@ import pRetry from 'p-retry';
 import { KmirrorError } from '../domain/errors.ts';
 import { controlType, splitBatches, type InPlaceBatch, type RawBatch } from './wire.ts';
 import { kafkaCode } from './errors.ts';
+import { largeBuffers } from './buffer-pool.ts';
 
 const require = createRequire(import.meta.url);
 const { createErrorFromCode } = require('kafkajs/src/protocol/error') as {
@@ -69,6 +70,21 @@ EncoderPrototype.writeEncoder = function writeEncoder(this: KafkajsEncoder, valu
   this.offset += value.offset;
   this[ROOM] = { whole: room.whole, start };
   return this;
+};
+
+// kafkajs assembles a response from the chunks a socket delivers (network/connection.js
+// processData) and copies them into one buffer whenever it holds more than one — including the
+// empty remainder it keeps after each response. kafka/socket.ts delivers whole responses, so that
+// empty remainder is dropped first and a whole response is used as it is, uncopied.
+interface KafkajsConnection {
+  chunks: Buffer[];
+  processData(rawData: Buffer): void;
+}
+const ConnectionPrototype = (require('kafkajs/src/network/connection') as { prototype: KafkajsConnection }).prototype;
+const assemblingProcessData = ConnectionPrototype.processData;
+ConnectionPrototype.processData = function processData(this: KafkajsConnection, rawData: Buffer): void {
+  if (this.chunks.length === 1 && this.chunks[0]!.length === 0) this.chunks = [];
+  assemblingProcessData.call(this, rawData);
 };
 
 /** Bodies already framed once: sent again (a retry), one is copied, so a request still queued on a
@@ -183,11 +199,11 @@ class Writer {
     this.parts.push(...value);
     return this;
   }
-  /** The request body behind FRAME_ROOM unused bytes, for body(): one allocation, each part copied
-   *  (or written, for an InPlaceBatch) into it once. */
+  /** The request body behind FRAME_ROOM unused bytes, for body(): one buffer (a large one from
+   *  kafka/buffer-pool.ts), each part copied (or written, for an InPlaceBatch) into it once. */
   done(): Buffer {
     const size = this.parts.reduce((n, p) => n + (Buffer.isBuffer(p) ? p.length : p.size), FRAME_ROOM);
-    const out = Buffer.allocUnsafe(size);
+    const out = largeBuffers.take(size);
     let at = FRAME_ROOM;
     for (const part of this.parts) {
       if (Buffer.isBuffer(part)) at += part.copy(out, at);
@@ -699,11 +715,29 @@ export class RawCluster {
   }): Promise<ProducedPartition[]> {
     const broker = await this.broker(req.leader);
     const payload = encodeProduce({ ...req, acks: req.acks ?? -1, timeoutMs: req.timeoutMs ?? 30_000 });
-    return (await broker.connectionPool.send({
+    const answer = (await broker.connectionPool.send({
       request: { apiKey: API_PRODUCE, apiVersion: 8, apiName: 'Produce', encode: async () => body(payload) },
       response: { decode: async (b: Buffer) => decodeProduce(b), parse: async (d: unknown) => d },
       requestTimeout: (req.timeoutMs ?? 30_000) + 5_000,
     })) as ProducedPartition[];
+    // Answered: the broker has read the whole request, so the socket is done with it. A request
+    // that failed (a timeout, a lost connection) may still sit in a socket's queue: its buffer is
+    // left to the garbage collector.
+    largeBuffers.give(payload);
+    return answer;
+  }
+
+  /** Give the buffer of a fetch answer back for reuse (kafka/buffer-pool.ts): only once nothing
+   *  reads its batches any more — they are views into it. */
+  recycleAnswer(partitions: readonly FetchedPartition[]): void {
+    const blocks = new Set<ArrayBufferLike>();
+    for (const p of partitions) {
+      const batch = p.batches[0];
+      if (batch !== undefined && !blocks.has(batch.bytes.buffer)) {
+        blocks.add(batch.bytes.buffer);
+        largeBuffers.give(batch.bytes);
+      }
+    }
   }
 
   /** A fresh idempotent producer id (InitProducerId without a transactional id). */

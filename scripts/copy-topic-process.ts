@@ -10,6 +10,7 @@ export interface CopyTopicExit {
   readonly signal: NodeJS.Signals | null;
   /** The JSON lines the child printed ({"event":"started"}, {"event":"done", …}). */
   readonly events: Record<string, unknown>[];
+  /** Its stderr, then any other line it printed on stdout (Node diagnostics such as --trace-gc). */
   readonly stderr: string;
 }
 
@@ -37,7 +38,11 @@ export function runCopyTopic(args: CopyTopicArgs, nodeFlags: readonly string[] =
   const done = new Promise<CopyTopicExit>((resolve) =>
     child.on('close', (code, signal) => {
       markStarted();
-      resolve({ code, signal, stderr: err, events: out.split('\n').filter(Boolean).map((l) => JSON.parse(l) as Record<string, unknown>) });
+      const lines = out.split('\n').filter(Boolean);
+      const isEvent = (line: string): boolean => line.startsWith('{');
+      const diagnostics = lines.filter((line) => !isEvent(line)).join('\n');
+      const events = lines.filter(isEvent).map((line) => JSON.parse(line) as Record<string, unknown>);
+      resolve({ code, signal, stderr: diagnostics === '' ? err : `${err}${diagnostics}\n`, events });
     }),
   );
   return { pid: child.pid!, started, done };

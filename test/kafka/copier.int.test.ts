@@ -6,6 +6,7 @@ import { beforeEach, describe, expect, it } from 'vitest';
 import { CompressionTypes } from 'kafkajs';
 import { sql } from 'kysely';
 import { ByteBudget } from '../../kafka/budget.ts';
+import { largeBuffers } from '../../kafka/buffer-pool.ts';
 import { FetchSession, IsolationLevel } from '../../kafka/protocol.ts';
 import { ALIGNMENT_HEADER, copy, type MirroredPosition } from '../../kafka/copier.ts';
 import { recordChecksum } from '../../kafka/verify.ts';
@@ -306,6 +307,37 @@ describe('offsets and fidelity', () => {
     const [fetched] = await f.source.fetch({ leader: await f.source.leaderOf(b, 2), partitions: [{ topic: b, partition: 2, fetchOffset: 199n, maxBytes: 1 << 20 }], maxWaitMs: 0, maxBytes: 1 << 20, isolationLevel: IsolationLevel.READ_COMMITTED });
     const last = fetched!.batches.flatMap((batch) => decodeRecords(batch)).find((r) => r.offset === 199n);
     expect(positions.find((p) => p.topic === b && p.partition === 2)?.checksum).toBe(recordChecksum(last!));
+  });
+
+  it('uses the buffers of fetch answers again without changing a boundary record kept from an earlier answer', async () => {
+    // Partition 0 has all its records in the first answer; partition 1 needs many rounds of
+    // 512 KiB answers, whose buffers are given back and taken again (kafka/buffer-pool.ts). The
+    // boundary of partition 0 is decoded only at the end, from its own copy of the batch.
+    const topic = await f.topicPair({ partitions: 2 });
+    const producer = await f.producer();
+    await sendAll(producer, topic, messages(50, 1, { valueBytes: 1_000 }));
+    await sendAll(producer, topic, messages(4_000, 1, { valueBytes: 1_000, from: 50 }).map((m) => ({ ...m, partition: 1 })));
+    const reusedBefore = largeBuffers.stats.reused;
+    const positions: MirroredPosition[] = [];
+    const result = await f.copy({
+      topic,
+      partitions: all(2),
+      untilCaughtUp: true,
+      options: { fetchMaxBytes: 1024 * 1024, partitionMaxBytes: 512 * 1024 },
+      positions: { everyMs: 60_000, record: async (p) => void positions.push(...p) },
+    });
+    expect(result.partitions.map((p) => [p.status, p.nextOffset])).toEqual([
+      ['caught-up', 50n],
+      ['caught-up', 4_000n],
+    ]);
+    expect(largeBuffers.stats.reused - reusedBefore).toBeGreaterThan(3);
+    for (const v of await f.verifyAll(topic, all(2))) expect(v).toMatchObject({ equal: true });
+    for (const p of [0, 1]) {
+      const end = p === 0 ? 50n : 4_000n;
+      const [fetched] = await f.source.fetch({ leader: await f.source.leaderOf(topic, p), partitions: [{ topic, partition: p, fetchOffset: end - 1n, maxBytes: 1 << 20 }], maxWaitMs: 0, maxBytes: 1 << 20, isolationLevel: IsolationLevel.READ_COMMITTED });
+      const last = fetched!.batches.flatMap((batch) => decodeRecords(batch)).find((r) => r.offset === end - 1n);
+      expect(positions.find((x) => x.partition === p)?.checksum, `partition ${p}`).toBe(recordChecksum(last!));
+    }
   });
 
   it('refuses a lease whose grace does not exceed the produce timeout', async () => {
