@@ -183,8 +183,8 @@ try {
     note(`round ${r + 1} (${order.join(' first, ')} second): runner ${rates.runner} MiB/s, copier ${rates.copier} MiB/s, runner/copier ${round2(rates.runner! / rates.copier!)}`);
     await clusters.deleteTopic(sourceAdmin, topic);
   }
-  result('runner_mib_s', median(runnerRates), 'MiB/s');
-  result('copier_mib_s', median(copierRates), 'MiB/s');
+  result('runner_mib_s', round1(median(runnerRates)), 'MiB/s');
+  result('copier_mib_s', round1(median(copierRates)), 'MiB/s');
   result('runner_mib_s_rounds', runnerRates.join(','));
   result('copier_mib_s_rounds', copierRates.join(','));
   result('runner_vs_copier_rounds', ratios.map(round2).join(','));
