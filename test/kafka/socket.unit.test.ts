@@ -2,6 +2,11 @@
 // kafkajs taking a whole response without copying it (kafka/protocol.ts' processData).
 import { createRequire } from 'node:module';
 import net from 'node:net';
+import tls from 'node:tls';
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import { describe, expect, it } from 'vitest';
@@ -97,6 +102,35 @@ describe('socketFactory (a real loopback connection)', () => {
       got.forEach((d, i) => expect(d.equals(responses[i]!)).toBe(true));
     } finally {
       server.close();
+    }
+  });
+});
+
+describe('socketFactory over TLS (a real loopback connection, a throwaway certificate)', () => {
+  it('connects with the given TLS options and delivers the bytes as Node reads them', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'kmirror-tls-'));
+    try {
+      const [key, cert] = [join(dir, 'key.pem'), join(dir, 'cert.pem')];
+      execFileSync('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', key, '-out', cert, '-days', '1', '-subj', '/CN=localhost', '-addext', 'subjectAltName=IP:127.0.0.1'], { stdio: 'ignore' });
+      const response = frame(5, randomBytes(300_000));
+      const server = tls.createServer({ key: readFileSync(key), cert: readFileSync(cert) }, (s) => s.end(response));
+      server.listen(0, '127.0.0.1');
+      await once(server, 'listening');
+      try {
+        const { port } = server.address() as net.AddressInfo;
+        let connected = false;
+        const socket = socketFactory({ host: '127.0.0.1', port, ssl: { ca: [readFileSync(cert)] }, onConnect: () => (connected = true) });
+        const got: Buffer[] = [];
+        socket.on('data', (d: Buffer) => got.push(d));
+        await once(socket, 'end');
+        socket.destroy();
+        expect(connected).toBe(true);
+        expect(Buffer.concat(got).equals(response)).toBe(true);
+      } finally {
+        server.close();
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
     }
   });
 });
