@@ -11,7 +11,7 @@
 import { randomBytes } from 'node:crypto';
 import { runInNewContext } from 'node:vm';
 import { setFlagsFromString } from 'node:v8';
-import { parseArgs } from 'node:util';
+import { benchArgs } from './support/args.ts';
 import pg from 'pg';
 import { requireVar, withEnvFile } from '../config.ts';
 import { createDatabase } from '../db/connect.ts';
@@ -21,7 +21,7 @@ import { executeMirrorCommand } from '../db/mirror-store.ts';
 import { verifyChain } from '../db/event-store/verify-chain.ts';
 import type { MirrorCommand } from '../domain/commands.ts';
 
-const { values } = parseArgs({
+const { values } = benchArgs(import.meta.url, {
   options: {
     partitions: { type: 'string', default: '50000' },
     topics: { type: 'string', default: '500' },

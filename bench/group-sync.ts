@@ -8,13 +8,13 @@
 //
 // Prints RESULT lines: group_sync_first_round_seconds, group_sync_steady_round_seconds.
 import { cpus, loadavg, totalmem } from 'node:os';
-import { parseArgs } from 'node:util';
+import { benchArgs } from './support/args.ts';
 import { createTopicsAndWait, deleteTopicsAndWait } from '../kafka/admin.ts';
 import { syncGroupOffsets } from '../kafka/group-offsets.ts';
 import { KAFKA_VERSION } from '../scripts/stack/topology.ts';
 import { note, openClusters, range, result, round2, stackUp } from './support/mirroring.ts';
 
-const { values } = parseArgs({ options: { groups: { type: 'string', default: '4000' }, partitions: { type: 'string', default: '12' }, rounds: { type: 'string', default: '2' } } });
+const { values } = benchArgs(import.meta.url, { options: { groups: { type: 'string', default: '4000' }, partitions: { type: 'string', default: '12' }, rounds: { type: 'string', default: '2' } } });
 const groupCount = Number(values.groups);
 const partitionCount = Number(values.partitions);
 const rounds = Math.max(2, Number(values.rounds));

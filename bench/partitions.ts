@@ -39,7 +39,7 @@ import { spawn } from 'node:child_process';
 import { cpus, totalmem } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
-import { parseArgs } from 'node:util';
+import { benchArgs, usageError } from './support/args.ts';
 import { createTopicsAndWait, deleteTopicsAndWait } from '../kafka/admin.ts';
 import { createBatches } from '../kafka/mirror-topics.ts';
 import { brokerPids } from '../scripts/stack/kafka.ts';
@@ -66,7 +66,7 @@ import {
 } from './support/mirroring.ts';
 import { cpuSeconds } from './support/proc-cpu.ts';
 
-const { values } = parseArgs({
+const { values } = benchArgs(import.meta.url, {
   options: {
     topics: { type: 'string', default: '200' },
     'partitions-per-topic': { type: 'string', default: '10' },
@@ -88,10 +88,10 @@ const recordBytes = Number(values['record-bytes']);
 const seconds = Number(values.seconds);
 const recordsPerSec = Math.round((Number(values['mib-per-s']) * 2 ** 20) / recordBytes);
 const rounds = Number(values.rounds);
-if (rounds % 2 !== 0) throw new Error(`--rounds must be even (the order alternates), got ${rounds}`);
+if (rounds % 2 !== 0) usageError(import.meta.url, `--rounds must be even (the order alternates), got ${rounds}`);
 const mm2Tasks = Number(values['mm2-tasks']);
 const sourceTimestamps = values['source-timestamps']!;
-if (!['CreateTime', 'LogAppendTime'].includes(sourceTimestamps)) throw new Error(`--source-timestamps must be CreateTime or LogAppendTime, got ${sourceTimestamps}`);
+if (!['CreateTime', 'LogAppendTime'].includes(sourceTimestamps)) usageError(import.meta.url, `--source-timestamps must be CreateTime or LogAppendTime, got ${sourceTimestamps}`);
 const partitions = range(partitionCount);
 const totalPartitions = topicCount * partitionCount;
 const warmupSeconds = Number(values['warmup-seconds']);
@@ -112,7 +112,7 @@ const run = `bench.partitions-${Date.now().toString(36)}`;
 const TOOLS = ['kmirror', 'kmirror-sessionless', 'mm2'] as const;
 type Tool = (typeof TOOLS)[number];
 const tools = values.tools.split(',').map((t) => {
-  if (!(TOOLS as readonly string[]).includes(t)) throw new Error(`--tools: unknown tool '${t}' (one of ${TOOLS.join(', ')})`);
+  if (!(TOOLS as readonly string[]).includes(t)) usageError(import.meta.url, `--tools: unknown tool '${t}' (one of ${TOOLS.join(', ')})`);
   return t as Tool;
 });
 

@@ -19,14 +19,14 @@ import { spawnSync } from 'node:child_process';
 import { cpus, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { parseArgs } from 'node:util';
+import { benchArgs } from './support/args.ts';
 import { brokerPids, clientProperties } from '../scripts/stack/kafka.ts';
 import { KAFKA_VERSION, projectRoot } from '../scripts/stack/topology.ts';
 import { producerPerformance } from './support/kafka-tools.ts';
 import { median, mibPerS, note, openClusters, range, result, round2 } from './support/mirroring.ts';
 import { cpuSeconds } from './support/proc-cpu.ts';
 
-const { values } = parseArgs({
+const { values } = benchArgs(import.meta.url, {
   options: {
     mib: { type: 'string', default: '1024' },
     'record-bytes': { type: 'string', default: '1024' },

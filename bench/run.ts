@@ -11,7 +11,7 @@ const available = readdirSync(here)
   .map((f) => f.slice(0, -3));
 const [name, ...args] = process.argv.slice(2);
 if (name === undefined || name === '--help' || !existsSync(join(here, `${name}.ts`))) {
-  process.stderr.write(`usage: npm run bench -- <name> [args…]\nbenchmarks: ${available.join(', ')}\n`);
+  process.stderr.write(`usage: npm run bench -- <name> [args…]   (npm run bench -- <name> --help: its scenario and options)\nbenchmarks: ${available.join(', ')}\n`);
   process.exit(name === undefined || name === '--help' ? 0 : 2);
 }
 const result = spawnSync(process.execPath, ['--import', 'tsx', join(here, `${name}.ts`), ...args], { stdio: 'inherit' });

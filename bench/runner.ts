@@ -27,7 +27,7 @@
 //
 // Prints RESULT lines; the last is RESULT runner_vs_copier=<ratio> (median of the rounds' ratios).
 import { cpus, loadavg, totalmem } from 'node:os';
-import { parseArgs } from 'node:util';
+import { benchArgs, usageError } from './support/args.ts';
 import { awaitOperation, runnerProgress, startOperation } from '../client/index.ts';
 import { verifyPartition } from '../kafka/verify.ts';
 import { KAFKA_VERSION } from '../scripts/stack/topology.ts';
@@ -54,7 +54,7 @@ import {
   type CopierSettings,
 } from './support/mirroring.ts';
 
-const { values } = parseArgs({
+const { values } = benchArgs(import.meta.url, {
   options: {
     'size-mib': { type: 'string', default: '1024' },
     rounds: { type: 'string', default: '4' },
@@ -71,7 +71,7 @@ const records = Math.floor((Number(values['size-mib']) * 2 ** 20) / recordBytes)
 const partitionCount = Number(values.partitions);
 const partitions = range(partitionCount);
 const rounds = Number(values.rounds);
-if (!Number.isInteger(rounds) || rounds < 2 || rounds % 2 !== 0) throw new Error(`--rounds must be an even number ≥ 2 (each tool goes first equally often), got ${values.rounds}`);
+if (!Number.isInteger(rounds) || rounds < 2 || rounds % 2 !== 0) usageError(import.meta.url, `--rounds must be an even number ≥ 2 (each tool goes first equally often), got ${values.rounds}`);
 const copier: CopierSettings = { budgetBytes: Number(values['budget-mib']) * 2 ** 20, copiers: Number(values.copiers) };
 const partitionsPerCopier = Math.ceil(partitionCount / copier.copiers);
 

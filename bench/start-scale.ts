@@ -24,7 +24,7 @@
 // Prints RESULT lines; the last is RESULT start_seconds=<s>.
 import { cpus, loadavg, totalmem } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { parseArgs } from 'node:util';
+import { benchArgs, usageError } from './support/args.ts';
 import { awaitOperation, operationWorkflowId, runnerProgress, startOperation, type OperationInputs } from '../client/index.ts';
 import { createTopicsAndWait, deleteTopicsAndWait } from '../kafka/admin.ts';
 import { createBatches } from '../kafka/mirror-topics.ts';
@@ -33,7 +33,7 @@ import { runnerWorkflowId, type OperationProgress } from '../workflows/messages.
 import { deleteDenyAcls, mib, noteProfile, profileHistory, RssSampler, startControlPlane, type BenchControlPlane } from './support/control-plane.ts';
 import { note, openClusters, range, result, round1, round2, stackUp } from './support/mirroring.ts';
 
-const { values } = parseArgs({
+const { values } = benchArgs(import.meta.url, {
   options: {
     topics: { type: 'string', default: '1000' },
     partitions: { type: 'string', default: '10' },
@@ -50,7 +50,7 @@ const partitionCount = Number(values.partitions);
 const recordsPerPartition = Number(values['records-per-partition']);
 const budgetBytes = Number(values['budget-mib']) * 2 ** 20;
 const select = values.select!;
-if (select !== 'pattern' && select !== 'names') throw new Error(`--select must be pattern or names, got ${select}`);
+if (select !== 'pattern' && select !== 'names') usageError(import.meta.url, `--select must be pattern or names, got ${select}`);
 const observeMs = Number(values['observe-seconds']) * 1000;
 const timeoutMs = Number(values['timeout-seconds']) * 1000;
 const total = topicCount * partitionCount;

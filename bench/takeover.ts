@@ -24,7 +24,7 @@
 // Prints RESULT takeover_<profile>_stall_ms_median/min/max and takeover_<profile>_lease_ms_median.
 import { cpus, loadavg, totalmem } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { parseArgs } from 'node:util';
+import { benchArgs, usageError } from './support/args.ts';
 import { awaitOperation, startOperation } from '../client/index.ts';
 import { verifyPartition } from '../kafka/verify.ts';
 import type { Child } from '../test/support/child.ts';
@@ -38,7 +38,7 @@ const PROFILES: Readonly<Record<string, Record<string, string>>> = {
   fast: { KMIRROR_COPY_HEARTBEAT_TIMEOUT_MS: '4000', KMIRROR_LEASE_TTL_MS: '3000', KMIRROR_PRODUCE_TIMEOUT_MS: '2000', KMIRROR_LEASE_GRACE_MS: '3000' },
 };
 
-const { values } = parseArgs({
+const { values } = benchArgs(import.meta.url, {
   options: {
     rounds: { type: 'string', default: '4' },
     partitions: { type: 'string', default: '4' },
@@ -50,10 +50,10 @@ const rounds = Number(values.rounds);
 const partitionCount = Number(values.partitions);
 const perStep = Math.max(1, Math.round(Number(values['records-per-sec']) / 20));
 const profiles = values.profiles.split(',').map((p) => {
-  if (PROFILES[p] === undefined) throw new Error(`--profiles: unknown profile '${p}' (one of ${Object.keys(PROFILES).join(', ')})`);
+  if (PROFILES[p] === undefined) usageError(import.meta.url, `--profiles: unknown profile '${p}' (one of ${Object.keys(PROFILES).join(', ')})`);
   return p;
 });
-if (!Number.isInteger(rounds) || rounds < 1) throw new Error(`--rounds must be a positive integer, got ${values.rounds}`);
+if (!Number.isInteger(rounds) || rounds < 1) usageError(import.meta.url, `--rounds must be a positive integer, got ${values.rounds}`);
 
 stackUp();
 const clusters = await openClusters();

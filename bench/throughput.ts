@@ -34,7 +34,7 @@
 // CPU-s/GiB, `<profile>_kmirror_vs_mm2`: the median over rounds of kmirror ÷ the best MirrorMaker
 // setting of that round's run); the last is RESULT kmirror_vs_mm2=<ratio> of the first profile.
 import { cpus, totalmem } from 'node:os';
-import { parseArgs } from 'node:util';
+import { benchArgs, usageError } from './support/args.ts';
 import { deleteTopicsAndWait } from '../kafka/admin.ts';
 import { KAFKA_VERSION } from '../scripts/stack/topology.ts';
 import { verifyPartition } from '../kafka/verify.ts';
@@ -62,7 +62,7 @@ import {
   type LagSummary,
 } from './support/mirroring.ts';
 
-const { values } = parseArgs({
+const { values } = benchArgs(import.meta.url, {
   options: {
     mib: { type: 'string', default: '1024' },
     'record-bytes': { type: 'string', default: '1024' },
@@ -84,7 +84,7 @@ const totalBytes = Number(values.mib) * 2 ** 20;
 const records = Math.floor(totalBytes / recordBytes);
 const partitionCount = Number(values.partitions);
 const rounds = Number(values.rounds);
-if (rounds % 2 !== 0) throw new Error(`--rounds must be even (the order alternates), got ${rounds}`);
+if (rounds % 2 !== 0) usageError(import.meta.url, `--rounds must be even (the order alternates), got ${rounds}`);
 const mm2Tasks = values['mm2-tasks']!.split(',').map(Number);
 const lagSeconds = Number(values['lag-seconds']);
 const lagWarmupSeconds = Number(values['lag-warmup-seconds']);
@@ -92,12 +92,12 @@ const lagWarmupSeconds = Number(values['lag-warmup-seconds']);
 const profileBatchBytes: Readonly<Record<string, string>> = { default: '16384', large: '262144' };
 /** `none`: the lag runs only. */
 const profiles = values.profiles === 'none' ? [] : values.profiles!.split(',');
-for (const p of profiles) if (profileBatchBytes[p] === undefined) throw new Error(`--profiles takes default and/or large, got ${p}`);
+for (const p of profiles) if (profileBatchBytes[p] === undefined) usageError(import.meta.url, `--profiles takes default and/or large, got ${p}`);
 const partitions = Array.from({ length: partitionCount }, (_, i) => i);
 /** compression.type of every producer: the fill, the destination ceiling and MirrorMaker's (so
  *  it writes batches compressed as the source has them; kmirror copies them as they are). */
 const compression = values.compression!;
-if (!['none', 'gzip', 'snappy', 'lz4', 'zstd'].includes(compression)) throw new Error(`--compression must be none, gzip, snappy, lz4 or zstd, got ${compression}`);
+if (!['none', 'gzip', 'snappy', 'lz4', 'zstd'].includes(compression)) usageError(import.meta.url, `--compression must be none, gzip, snappy, lz4 or zstd, got ${compression}`);
 const compressed = { 'compression.type': compression };
 /** kmirror's copier process: a 64 MiB byte budget (bytes fetched, not yet acknowledged by the
  *  destination) shared by its copiers, larger fetches than the copier's defaults. */

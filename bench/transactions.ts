@@ -13,14 +13,14 @@
 // RESULT lines: gap_fill_offsets_per_s (small-txn: offsets/s, every other one a filled gap),
 // large_txn_mib_per_s, large_plain_mib_per_s, txn_vs_plain (large, medians).
 import { cpus, loadavg, totalmem } from 'node:os';
-import { parseArgs } from 'node:util';
+import { benchArgs } from './support/args.ts';
 import { IsolationLevel } from '../kafka/protocol.ts';
 import { verifyPartition } from '../kafka/verify.ts';
 import { KAFKA_VERSION } from '../scripts/stack/topology.ts';
 import { LibrdkafkaProducers } from '../test/support/second-client.ts';
 import { finishCopier, median, mibPerS, note, openClusters, range, result, round1, round2, stackUp, startCopier, sum, watchDestination } from './support/mirroring.ts';
 
-const { values } = parseArgs({
+const { values } = benchArgs(import.meta.url, {
   options: { txns: { type: 'string', default: '4000' }, records: { type: 'string', default: '100000' }, partitions: { type: 'string', default: '4' }, rounds: { type: 'string', default: '2' } },
 });
 const txns = Number(values.txns);
