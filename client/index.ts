@@ -122,7 +122,6 @@ export async function startOperation<O extends Operation>(temporal: TemporalClie
   });
 }
 
-/** Wait for the result, calling onProgress with the workflow's progress every `everyMs`. */
 /** An activity an operation is waiting on, with its last heartbeat (what a long wait waits for:
  *  the ISR wait heartbeats the partitions and brokers it lacks). */
 export interface PendingActivity {
@@ -143,6 +142,7 @@ export async function pendingActivities(handle: WorkflowHandle): Promise<Pending
 /** An operation's progress, and what it is waiting on. */
 export type OperationProgressView = OperationProgress & { readonly pending: readonly PendingActivity[] };
 
+/** Wait for the result, calling onProgress with the workflow's progress every `everyMs`. */
 export async function awaitOperation<O extends Operation>(
   handle: WorkflowHandle,
   options: { readonly onProgress?: (progress: OperationProgressView) => void; readonly everyMs?: number } = {},
