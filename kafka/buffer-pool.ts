@@ -49,6 +49,11 @@ export class BufferPool {
     return Buffer.from(block, 0, size);
   }
 
+  /** True when `buffer` lies in a block of this pool: give() would keep it for reuse. */
+  owns(buffer: Buffer): boolean {
+    return this.made.has(buffer.buffer as ArrayBuffer);
+  }
+
   /** Return the block under `buffer` (see the contract above). */
   give(buffer: Buffer): void {
     const block = buffer.buffer as ArrayBuffer;

@@ -981,12 +981,13 @@ class Copier {
       if (refetch.size > 0) throw new Resync(`source moved for ${refetch.size} partition(s) (leader change or log start beyond our offset)`, refetch);
     } finally {
       budget.release(held);
-      // The answer's buffer is used again (contract 6): a boundary batch still in it is copied out
-      // first; every produce request made from it has been encoded (produceRounds awaits them all).
-      const answerBuffers = new Set(fetched.flatMap((p) => p.batches.slice(0, 1).map((b) => b.bytes.buffer)));
-      for (const state of states) {
+      // A large answer's buffer is used again (contract 6): a boundary batch still in it is copied
+      // out first; every produce request made from it has been encoded (produceRounds awaits them
+      // all). A small answer is left to the garbage collector, its boundaries keep it alive.
+      const reused = this.req.source.reusedBuffers(fetched);
+      for (const state of reused.size === 0 ? [] : states) {
         const boundary = state.boundary;
-        if (boundary !== undefined && 'batch' in boundary && answerBuffers.has(boundary.batch.bytes.buffer)) {
+        if (boundary !== undefined && 'batch' in boundary && reused.has(boundary.batch.bytes.buffer)) {
           state.boundary = { ...boundary, batch: { ...boundary.batch, bytes: Buffer.from(boundary.batch.bytes) } };
         }
       }

@@ -727,16 +727,23 @@ export class RawCluster {
     return answer;
   }
 
-  /** Give the buffer of a fetch answer back for reuse (kafka/buffer-pool.ts): only once nothing
-   *  reads its batches any more — they are views into it. */
-  recycleAnswer(partitions: readonly FetchedPartition[]): void {
+  /** The buffers of a fetch answer that recycleAnswer() would give back for reuse (a small
+   *  answer's buffer is not pooled: it is left to the garbage collector). */
+  reusedBuffers(partitions: readonly FetchedPartition[]): Set<ArrayBufferLike> {
     const blocks = new Set<ArrayBufferLike>();
     for (const p of partitions) {
       const batch = p.batches[0];
-      if (batch !== undefined && !blocks.has(batch.bytes.buffer)) {
-        blocks.add(batch.bytes.buffer);
-        largeBuffers.give(batch.bytes);
-      }
+      if (batch !== undefined && largeBuffers.owns(batch.bytes)) blocks.add(batch.bytes.buffer);
+    }
+    return blocks;
+  }
+
+  /** Give the buffer of a fetch answer back for reuse (kafka/buffer-pool.ts): only once nothing
+   *  reads its batches any more — they are views into it. */
+  recycleAnswer(partitions: readonly FetchedPartition[]): void {
+    for (const p of partitions) {
+      const batch = p.batches[0];
+      if (batch !== undefined) largeBuffers.give(batch.bytes);
     }
   }
 

@@ -217,6 +217,7 @@ describe('BufferPool', () => {
     const pool = new BufferPool(1024, 10 * 2 ** 20);
     const small = pool.take(100);
     const foreign = Buffer.allocUnsafe(100_000);
+    expect([pool.owns(small), pool.owns(foreign), pool.owns(pool.take(100_000))]).toEqual([false, false, true]);
     pool.give(small);
     pool.give(foreign);
     expect(pool.take(100_000).buffer).not.toBe(foreign.buffer);
