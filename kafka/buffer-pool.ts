@@ -49,17 +49,16 @@ export class BufferPool {
     return Buffer.from(block, 0, size);
   }
 
-  /** True when `buffer` lies in a block of this pool: give() would keep it for reuse. */
-  owns(buffer: Buffer): boolean {
-    return this.made.has(buffer.buffer as ArrayBuffer);
+  /** True when `block` (a buffer's `.buffer`) is one of this pool's: give() would keep it. */
+  owns(block: ArrayBufferLike): boolean {
+    return this.made.has(block as ArrayBuffer);
   }
 
-  /** Return the block under `buffer` (see the contract above). */
-  give(buffer: Buffer): void {
-    const block = buffer.buffer as ArrayBuffer;
-    if (!this.made.has(block) || this.free.includes(block)) return;
+  /** Return `block`, the `.buffer` of a buffer from take() (see the contract above). */
+  give(block: ArrayBufferLike): void {
+    if (!this.owns(block) || this.free.includes(block as ArrayBuffer)) return;
     if (this.freeBytes + block.byteLength > this.maxFreeBytes) return;
-    this.free.push(block);
+    this.free.push(block as ArrayBuffer);
     this.freeBytes += block.byteLength;
   }
 }

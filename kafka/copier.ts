@@ -905,7 +905,7 @@ class Copier {
     const fetched = await prefetch.fetched.catch(() => undefined);
     if (fetched === undefined) return;
     this.req.budget.release(fetched.held);
-    this.req.source.recycleAnswer(fetched.partitions);
+    this.req.source.recycle(this.req.source.pooledBuffers(fetched.partitions));
   }
 
   /** Drop every prefetch (a resync moves positions; the copier stops): their bytes go back. */
@@ -984,14 +984,16 @@ class Copier {
       // A large answer's buffer is used again (contract 6): a boundary batch still in it is copied
       // out first; every produce request made from it has been encoded (produceRounds awaits them
       // all). A small answer is left to the garbage collector, its boundaries keep it alive.
-      const reused = this.req.source.reusedBuffers(fetched);
-      for (const state of reused.size === 0 ? [] : states) {
-        const boundary = state.boundary;
-        if (boundary !== undefined && 'batch' in boundary && reused.has(boundary.batch.bytes.buffer)) {
-          state.boundary = { ...boundary, batch: { ...boundary.batch, bytes: Buffer.from(boundary.batch.bytes) } };
+      const pooled = this.req.source.pooledBuffers(fetched);
+      if (pooled.size > 0) {
+        for (const state of states) {
+          const boundary = state.boundary;
+          if (boundary !== undefined && 'batch' in boundary && pooled.has(boundary.batch.bytes.buffer)) {
+            state.boundary = { ...boundary, batch: { ...boundary.batch, bytes: Buffer.from(boundary.batch.bytes) } };
+          }
         }
+        this.req.source.recycle(pooled);
       }
-      this.req.source.recycleAnswer(fetched);
     }
   }
 

@@ -723,28 +723,24 @@ export class RawCluster {
     // Answered: the broker has read the whole request, so the socket is done with it. A request
     // that failed (a timeout, a lost connection) may still sit in a socket's queue: its buffer is
     // left to the garbage collector.
-    largeBuffers.give(payload);
+    largeBuffers.give(payload.buffer);
     return answer;
   }
 
-  /** The buffers of a fetch answer that recycleAnswer() would give back for reuse (a small
-   *  answer's buffer is not pooled: it is left to the garbage collector). */
-  reusedBuffers(partitions: readonly FetchedPartition[]): Set<ArrayBufferLike> {
+  /** The pooled buffers (kafka/buffer-pool.ts) a fetch answer's batches are views into; a small
+   *  answer's buffer is not pooled, and is left to the garbage collector. */
+  pooledBuffers(partitions: readonly FetchedPartition[]): Set<ArrayBufferLike> {
     const blocks = new Set<ArrayBufferLike>();
     for (const p of partitions) {
-      const batch = p.batches[0];
-      if (batch !== undefined && largeBuffers.owns(batch.bytes)) blocks.add(batch.bytes.buffer);
+      const block = p.batches[0]?.bytes.buffer;
+      if (block !== undefined && largeBuffers.owns(block)) blocks.add(block);
     }
     return blocks;
   }
 
-  /** Give the buffer of a fetch answer back for reuse (kafka/buffer-pool.ts): only once nothing
-   *  reads its batches any more — they are views into it. */
-  recycleAnswer(partitions: readonly FetchedPartition[]): void {
-    for (const p of partitions) {
-      const batch = p.batches[0];
-      if (batch !== undefined) largeBuffers.give(batch.bytes);
-    }
+  /** Give pooledBuffers() back for reuse: only once nothing reads the answer's batches any more. */
+  recycle(blocks: ReadonlySet<ArrayBufferLike>): void {
+    for (const block of blocks) largeBuffers.give(block);
   }
 
   /** A fresh idempotent producer id (InitProducerId without a transactional id). */

@@ -81,14 +81,12 @@ export const socketFactory: ISocketFactory = ({ host, port, ssl, onConnect }) =>
     socket.setKeepAlive(true, KEEP_ALIVE_DELAY_MS);
     return socket;
   }
-  // The socket exists only after connect() returns, and the framer's callbacks need it: they run
-  // from the first read on, which is always later.
-  let socket: net.Socket | undefined;
+  // The framer's callbacks run from the first read on, after connect() has returned the socket.
   const framer = new ResponseFramer(
-    (response) => socket!.emit('data', response),
-    (error) => socket!.destroy(error),
+    (response) => socket.emit('data', response),
+    (error) => socket.destroy(error),
   );
-  socket = net.connect({ host, port, onread: { buffer: () => framer.target(), callback: (n) => framer.landed(n) } }, onConnect);
+  const socket = net.connect({ host, port, onread: { buffer: () => framer.target(), callback: (n) => framer.landed(n) } }, onConnect);
   socket.setKeepAlive(true, KEEP_ALIVE_DELAY_MS);
   return socket;
 };

@@ -183,7 +183,7 @@ describe('BufferPool', () => {
     const pool = new BufferPool(1024, 10 * 2 ** 20);
     const a = pool.take(100_000);
     expect(a.length).toBe(100_000);
-    pool.give(a);
+    pool.give(a.buffer);
     const b = pool.take(90_000);
     expect(b.length).toBe(90_000);
     expect(b.buffer).toBe(a.buffer);
@@ -193,8 +193,8 @@ describe('BufferPool', () => {
   it('never hands out a block twice at once', () => {
     const pool = new BufferPool(1024, 10 * 2 ** 20);
     const a = pool.take(100_000);
-    pool.give(a);
-    pool.give(a); // a second give of the same block is ignored
+    pool.give(a.buffer);
+    pool.give(a.buffer); // a second give of the same block is ignored
     const b = pool.take(100_000);
     const c = pool.take(100_000);
     expect(b.buffer).toBe(a.buffer);
@@ -204,11 +204,11 @@ describe('BufferPool', () => {
   it('does not pin a large block for a small request, nor keep blocks past its limit', () => {
     const pool = new BufferPool(1024, 3 * 2 ** 20);
     const big = pool.take(2 ** 20);
-    pool.give(big);
+    pool.give(big.buffer);
     expect(pool.take(100_000).buffer).not.toBe(big.buffer); // more than twice the size asked
     expect(pool.take(2 ** 20 - 10).buffer).toBe(big.buffer);
     const blocks = [pool.take(2 ** 20), pool.take(2 ** 20), pool.take(2 ** 20), pool.take(2 ** 20)];
-    for (const b of blocks) pool.give(b);
+    for (const b of blocks) pool.give(b.buffer);
     const again = [pool.take(2 ** 20), pool.take(2 ** 20), pool.take(2 ** 20), pool.take(2 ** 20)];
     expect(again.filter((b) => blocks.some((x) => x.buffer === b.buffer)).length).toBe(3);
   });
@@ -217,9 +217,9 @@ describe('BufferPool', () => {
     const pool = new BufferPool(1024, 10 * 2 ** 20);
     const small = pool.take(100);
     const foreign = Buffer.allocUnsafe(100_000);
-    expect([pool.owns(small), pool.owns(foreign), pool.owns(pool.take(100_000))]).toEqual([false, false, true]);
-    pool.give(small);
-    pool.give(foreign);
+    expect([pool.owns(small.buffer), pool.owns(foreign.buffer), pool.owns(pool.take(100_000).buffer)]).toEqual([false, false, true]);
+    pool.give(small.buffer);
+    pool.give(foreign.buffer);
     expect(pool.take(100_000).buffer).not.toBe(foreign.buffer);
     expect(pool.stats.reused).toBe(0);
   });
