@@ -16,6 +16,8 @@ const UNREACHABLE = new Set([
 
 interface KafkaLike {
   name?: string;
+  /** Node's error code, which kafkajs' connection errors carry over (e.g. SELF_SIGNED_CERT_IN_CHAIN). */
+  code?: string;
   type?: string;
   retriable?: boolean;
   message?: string;
@@ -62,6 +64,10 @@ export function kafkaCode(type: string | undefined, retriable: boolean, name?: s
 export function kafkaFailure(err: unknown, what: string): KmirrorError {
   if (isKmirrorError(err)) return err;
   const e = (err ?? {}) as KafkaLike;
+  const certificate = untrustedCertificate(e);
+  if (certificate !== undefined) {
+    return new KmirrorError('CLUSTER_AUTHENTICATION_FAILED', `${what}: the broker's TLS certificate is not trusted (${certificate}: ${e.message ?? String(err)}); trust the CA that signed it (kmirror cluster add --ssl-ca-file)`, { tlsError: certificate }, { cause: err });
+  }
   const broker = brokerError(e);
   const type = broker?.type;
   const code = kafkaCode(type, broker?.retriable ?? e.retriable === true, e.name);
@@ -69,4 +75,12 @@ export function kafkaFailure(err: unknown, what: string): KmirrorError {
   const inner = Array.isArray(e.errors) ? [...new Set(e.errors.map((x) => (x as KafkaLike)?.message).filter((m) => typeof m === 'string'))] : [];
   const message = (e.message ?? String(err)) + (inner.length > 0 ? ` (${inner.join('; ')})` : '');
   return new KmirrorError(code, `${what}: ${message}`, type === undefined ? {} : { kafkaError: type }, { cause: err });
+}
+
+/** Node's verdict on a broker certificate it could not trust (unknown CA, expired, wrong host name),
+ *  wherever kafkajs nested it; a connection that failed for any other reason is not one. */
+function untrustedCertificate(err: KafkaLike, depth = 0): string | undefined {
+  if (typeof err.code === 'string' && /CERT|SELF_SIGNED|UNABLE_TO_(VERIFY|GET_ISSUER)/.test(err.code)) return err.code;
+  const inner = (err.cause ?? err.originalError) as KafkaLike | undefined;
+  return depth < 5 && inner !== null && typeof inner === 'object' ? untrustedCertificate(inner, depth + 1) : undefined;
 }

@@ -10,6 +10,7 @@ import { databaseUrl, postgresPid, postgresReady, startPostgres, stopPostgres, w
 import { ensureDir } from './stack/proc.ts';
 import { prometheusPid, prometheusReady, prometheusUrl, startPrometheus, stopPrometheus } from './stack/prometheus.ts';
 import { ensureStackSecrets, secretFiles } from './stack/secrets.ts';
+import { ensureStackTls } from './stack/tls.ts';
 import { startTemporal, stopTemporal, temporalAddress, temporalPid, temporalReady, temporalUiUrl } from './stack/temporal.ts';
 import { stopWorker, workerPid } from './stack/worker.ts';
 import { DEST_SUPER_USER, MAX_NODES, ports, stackDir, TASK_QUEUE, type EndpointName } from './stack/topology.ts';
@@ -154,6 +155,13 @@ program
   .description('print the endpoints and which parts are up (exit code 3 if any part is down)')
   .option('--json', 'machine-readable output')
   .action(status);
+
+program
+  .command('tls')
+  .description('make the local CA and the source broker\'s TLS certificate in .stack/tls if absent (`up` does it too; docker compose mounts them), print the CA file')
+  .action(() => {
+    process.stdout.write(`${ensureStackTls().caFile}\n`);
+  });
 
 program.parseAsync().catch((err: unknown) => {
   if (isKmirrorError(err)) process.stderr.write(`error ${err.code}: ${err.message}\n`);

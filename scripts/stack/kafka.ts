@@ -1,5 +1,6 @@
-// Kafka part of the local stack: the source cluster (1..3 KRaft nodes in combined mode; PLAINTEXT for
-// the anonymous super user, SASL_PLAINTEXT for the least-privileged `mirror` user, StandardAuthorizer)
+// Kafka part of the local stack: the source cluster (1..3 KRaft nodes in combined mode; PLAINTEXT and
+// SSL for the anonymous super user, SASL_PLAINTEXT and SASL_SSL for the least-privileged `mirror`
+// user — SASL_SSL takes SCRAM users too —, StandardAuthorizer)
 // and the destination cluster (1..3 nodes, secured like a real one: SASL_PLAINTEXT/PLAIN on every
 // listener, SCRAM-SHA-256/512 too for users added at run time, and the StandardAuthorizer; `app`
 // gets an application's grants, `mirror` none). A cluster keeps the node
@@ -24,8 +25,11 @@ import {
   MIRROR_USER,
   projectRoot,
   sourceSaslPort,
+  sourceSaslSslPort,
+  sourceSslPort,
   stackDir,
 } from './topology.ts';
+import { ensureStackTls } from './tls.ts';
 
 // kafkajs is CommonJS and Node's named-export detection misses its ACL enums: take them from the default export.
 const { AclOperationTypes, AclPermissionTypes, AclResourceTypes, ResourcePatternTypes } = kafkajs;
@@ -42,8 +46,11 @@ interface Node {
   id: number;
   dir: string;
   brokerPort: number;
-  /** The source's SASL listener (the `mirror` user); unused on the destination, whose one listener is SASL. */
+  /** The source's SASL_PLAINTEXT listener (the `mirror` user); unused on the destination, whose one listener is SASL. */
   saslPort: number;
+  /** The source's TLS listeners: SSL (ANONYMOUS) and SASL_SSL (`mirror`, SCRAM users); unused on the destination. */
+  sslPort: number;
+  saslSslPort: number;
   controllerPort: number;
 }
 
@@ -54,6 +61,8 @@ function nodesOf(cluster: ClusterName, count: number): Node[] {
     dir: join(kafkaDir, `${cluster}-${i + 1}`),
     brokerPort: brokerPort(cluster, i),
     saslPort: sourceSaslPort(i),
+    sslPort: sourceSslPort(i),
+    saslSslPort: sourceSaslSslPort(i),
     controllerPort: controllerPort(cluster, i),
   }));
 }
@@ -193,15 +202,23 @@ function serverProperties(node: Node, all: Node[]): string {
   if (node.cluster === 'source') {
     // PLAINTEXT is ANONYMOUS, a super user: what every test, tool and MirrorMaker 2 use. The SASL
     // listener authenticates `mirror`, which the StandardAuthorizer holds to its ACLs alone.
+    // The TLS listeners (the stack's own CA): SSL is ANONYMOUS as PLAINTEXT is; SASL_SSL takes
+    // `mirror` (PLAIN) and SCRAM users added at run time (kafka-configs).
     const sourceUsers = { [MIRROR_USER]: ensureStackSecrets().mirrorPassword };
     return [
       ...common,
-      `listeners=PLAINTEXT://127.0.0.1:${node.brokerPort},SASL_PLAINTEXT://127.0.0.1:${node.saslPort},CONTROLLER://127.0.0.1:${node.controllerPort}`,
-      `advertised.listeners=PLAINTEXT://127.0.0.1:${node.brokerPort},SASL_PLAINTEXT://127.0.0.1:${node.saslPort}`,
-      'listener.security.protocol.map=PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT,CONTROLLER:PLAINTEXT',
+      `listeners=PLAINTEXT://127.0.0.1:${node.brokerPort},SASL_PLAINTEXT://127.0.0.1:${node.saslPort},SSL://127.0.0.1:${node.sslPort},SASL_SSL://127.0.0.1:${node.saslSslPort},CONTROLLER://127.0.0.1:${node.controllerPort}`,
+      `advertised.listeners=PLAINTEXT://127.0.0.1:${node.brokerPort},SASL_PLAINTEXT://127.0.0.1:${node.saslPort},SSL://127.0.0.1:${node.sslPort},SASL_SSL://127.0.0.1:${node.saslSslPort}`,
+      'listener.security.protocol.map=PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT,SSL:SSL,SASL_SSL:SASL_SSL,CONTROLLER:PLAINTEXT',
       'inter.broker.listener.name=PLAINTEXT',
       'sasl.enabled.mechanisms=PLAIN',
       `listener.name.sasl_plaintext.plain.sasl.jaas.config=${jaas(sourceUsers, MIRROR_USER)}`,
+      'ssl.keystore.type=PEM',
+      `ssl.keystore.location=${ensureStackTls().brokerKeystore}`,
+      'listener.name.sasl_ssl.sasl.enabled.mechanisms=PLAIN,SCRAM-SHA-256,SCRAM-SHA-512',
+      `listener.name.sasl_ssl.plain.sasl.jaas.config=${jaas(sourceUsers, MIRROR_USER)}`,
+      'listener.name.sasl_ssl.scram-sha-256.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required;',
+      'listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required;',
       'authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer',
       'super.users=User:ANONYMOUS',
       'allow.everyone.if.no.acl.found=false',
@@ -375,7 +392,7 @@ export async function startCluster(cluster: ClusterName, nodeCount: number, log:
   const id = clusterId(cluster);
   for (const node of nodes) {
     if (runningPid(pidFile(node)) !== undefined) continue;
-    await requirePortsFree(`kafka ${cluster} node ${node.id}`, cluster === 'source' ? [node.brokerPort, node.saslPort, node.controllerPort] : [node.brokerPort, node.controllerPort]);
+    await requirePortsFree(`kafka ${cluster} node ${node.id}`, cluster === 'source' ? [node.brokerPort, node.saslPort, node.sslPort, node.saslSslPort, node.controllerPort] : [node.brokerPort, node.controllerPort]);
     ensureDir(node.dir);
     const props = join(node.dir, 'server.properties');
     writeFileSync(props, serverProperties(node, nodes), { mode: 0o600 });

@@ -21,7 +21,9 @@ export const ports = {
   /** Node i (0-based) of a cluster listens on broker + 100*i and controller + 100*i. */
   /** The source's SASL_PLAINTEXT listener (saslBroker) carries the least-privileged `mirror` user;
    *  its PLAINTEXT listener (broker) is ANONYMOUS, a super user (tests, tools, MirrorMaker 2). */
-  source: { broker: 19092, controller: 19093, saslBroker: 19094 },
+  /** Its SSL (sslBroker: ANONYMOUS too) and SASL_SSL (saslSslBroker: `mirror` and SCRAM users added
+   *  at run time) listeners serve TLS with the stack's own CA (scripts/stack/tls.ts). */
+  source: { broker: 19092, controller: 19093, saslBroker: 19094, sslBroker: 19095, saslSslBroker: 19096 },
   dest: { broker: 29092, controller: 29093 },
   postgres: 25432,
   temporal: 7233,
@@ -40,6 +42,12 @@ export function brokerPort(cluster: 'source' | 'dest', node: number): number {
 }
 export function sourceSaslPort(node: number): number {
   return ports.source.saslBroker + 100 * node;
+}
+export function sourceSslPort(node: number): number {
+  return ports.source.sslBroker + 100 * node;
+}
+export function sourceSaslSslPort(node: number): number {
+  return ports.source.saslSslBroker + 100 * node;
 }
 export function controllerPort(cluster: 'source' | 'dest', node: number): number {
   return ports[cluster].controller + 100 * node;

@@ -1,12 +1,12 @@
 // A mirror's whole lifecycle through the `kmirror` binary, as an operator runs it on the local
-// stack: register two clusters, create a mirror, start, pause and resume a topic, read `list`,
+// stack: register two clusters (and clusters over SASL/SCRAM, SSL and SASL_SSL), create a mirror, start, pause and resume a topic, read `list`,
 // `describe`, `groups`, `verify` and `history`, fail one topic over (--include), fail back, promote
 // the reverse mirror, delete both, and the failures an operator meets (each an exit code, the common
 // error format, and no event appended). Every command is a child process (`node --import tsx
 // cli/main.ts`) on this file's database and task queue; controlPlane() supplies both and the worker.
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { tmpdir, userInfo } from 'node:os';
 import { join } from 'node:path';
 import type { Producer } from 'kafkajs';
 import { sql } from 'kysely';
@@ -21,6 +21,8 @@ import { controlPlane, type ControlPlane } from '../support/control-plane.ts';
 import { allPartitions, messages, sendAll } from '../support/mirror-fixture.ts';
 import { closedPort, destConnection, randomName, stackConfigEnv, stackEnv } from '../support/stack.ts';
 import { clientProperties, kafkaJava } from '../../scripts/stack/kafka.ts';
+import { ensureStackTls } from '../../scripts/stack/tls.ts';
+import { sourceSaslSslPort, sourceSslPort } from '../../scripts/stack/topology.ts';
 import type { DescribedMirror } from '../../cli/commands/mirrors.ts';
 import { progressQuery } from '../../workflows/messages.ts';
 
@@ -123,6 +125,14 @@ async function kmirrorJson<T>(...args: string[]): Promise<T> {
   const result = await kmirror(...args, '--json');
   expect.soft(result.code, ended(result)).toBe(0);
   return JSON.parse(result.stdout) as T;
+}
+
+/** Each command in turn, every one expected to succeed (softly: a failure is reported, the test goes on). */
+async function kmirrorAll(...commands: string[][]): Promise<void> {
+  for (const args of commands) {
+    const r = await kmirror(...args);
+    expect.soft(r.code, ended(r)).toBe(0);
+  }
 }
 
 async function produce(count: number): Promise<void> {
@@ -234,6 +244,44 @@ describe('kmirror lifecycle', () => {
     expect(await eventCount(clusterStreamId('west-scram-wrong'))).toBe(0);
     for (const r of runs) expect(`${r.stdout}${r.stderr}`).not.toContain(secret);
     rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('cluster add over TLS: SSL trusting the stack\'s CA mirrors a topic; SASL_SSL with SCRAM-SHA-256; an untrusted certificate is refused with a code', async () => {
+    const { caFile } = ensureStackTls();
+    const ssl = await kmirrorJson<Record<string, unknown>>('cluster', 'add', 'east-tls', '--bootstrap', `127.0.0.1:${sourceSslPort(0)}`, '--security-protocol', 'SSL', '--ssl-ca-file', caFile);
+    expect(ssl).toMatchObject({ name: 'east-tls', connection: { bootstrap: [`127.0.0.1:${sourceSslPort(0)}`], securityProtocol: 'SSL' }, brokers: expect.any(Number) });
+
+    // Not trusting the stack's CA (the system CAs only): refused, naming the certificate, nothing stored.
+    const untrusted = await kmirror('cluster', 'add', 'east-untrusted', '--bootstrap', `127.0.0.1:${sourceSslPort(0)}`, '--security-protocol', 'SSL', '--json');
+    expect(untrusted.code, ended(untrusted)).toBe(1);
+    expect(JSON.parse(untrusted.stdout)).toMatchObject({ error: { code: 'CLUSTER_AUTHENTICATION_FAILED', message: expect.stringMatching(/certificate/i) } });
+    expect(await eventCount(clusterStreamId('east-untrusted'))).toBe(0);
+
+    // A SCRAM-SHA-256 user on the source's SASL_SSL listener, created as its operators would.
+    const user = randomName('scram256');
+    const secret = randomBytes(12).toString('hex');
+    const alter = kafkaJava('kafka.admin.ConfigCommand', ['--bootstrap-server', stackEnv().SOURCE_BOOTSTRAP!, '--alter', '--add-config', `SCRAM-SHA-256=[iterations=4096,password=${secret}]`, '--entity-type', 'users', '--entity-name', user], '256m');
+    const created = await run(alter.command, alter.args, { timeout: 60_000 });
+    expect(created.code, created.stdout + created.stderr).toBe(0);
+    const dir = mkdtempSync(join(tmpdir(), 'kmirror-scram256-'));
+    writeFileSync(join(dir, 'password'), `${secret}\n`, { mode: 0o600 });
+    const args = ['cluster', 'add', 'east-sasl-ssl', '--bootstrap', `127.0.0.1:${sourceSaslSslPort(0)}`, '--security-protocol', 'SASL_SSL', '--sasl-mechanism', 'scram-sha-256', '--username', user, '--password-file', join(dir, 'password'), '--ssl-ca-file', caFile, '--json'];
+    let ok: CliRun | undefined;
+    await expect.poll(async () => (ok = await kmirror(...args)).code, { timeout: 30_000, interval: 1_000 }).toBe(0);
+    expect(JSON.parse(ok!.stdout)).toMatchObject({ connection: { securityProtocol: 'SASL_SSL', saslMechanism: 'scram-sha-256', saslUsername: user } });
+    rmSync(dir, { recursive: true, force: true });
+    for (const r of runs) expect(`${r.stdout}${r.stderr}`).not.toContain(secret);
+
+    // The copier reads the source over TLS: a topic mirrors record by record.
+    const m = randomName('life-tls');
+    const tp = await t.sourceTopic({ partitions: 1 });
+    t.track(tp);
+    await sendAll(producer, tp, messages(25, 1));
+    await kmirrorAll(['create', m, '--source', 'east-tls', '--destination', 'west'], ['start', m, '--topic', tp]);
+    await expect.poll(async () => (await t.dest.listOffsets(tp, [0], 'latest')).get(0), { timeout: 30_000 }).toBe(25n);
+    expect(await verifyPartition(t.source, t.dest, tp, 0)).toMatchObject({ equal: true, recordsCompared: 25 });
+    expect((await kmirror('failover', m, '--all-topics')).code).toBe(0);
+    expect((await kmirror('delete', m)).code).toBe(0);
   });
 
   let startWorkflowId: string;
@@ -368,6 +416,40 @@ describe('kmirror lifecycle', () => {
     // The command returned without the result; the workflow runs on: wait for it so it does not leak.
     const done = (await t.temporal.client.workflow.getHandle(body.workflowId, body.runId).result()) as { topics: { topic: string }[]; states: Record<string, number> };
     expect(done).toMatchObject({ topics: [{ topic: second }], states: { MIRRORING: 1 } });
+  });
+
+  it('a cluster that stops answering: describe says so and shows what it still knows; replaced back, the mirror catches up; the actor defaults to the OS user', async () => {
+    const m = randomName('life-gone');
+    const tp = await t.sourceTopic({ partitions: 1 });
+    t.track(tp);
+    await sendAll(producer, tp, messages(10, 1));
+    const cluster = randomName('moving');
+    const add = (bootstrap: string, ...more: string[]) => kmirror('cluster', 'add', cluster, '--bootstrap', bootstrap, ...more);
+    expect((await add(stackEnv().SOURCE_BOOTSTRAP!)).code).toBe(0);
+    // No --actor: the events name the OS user.
+    await kmirrorAll(['create', m, '--source', cluster, '--destination', 'west'], ['start', m, '--topic', tp], ['pause', m, '--all-topics']);
+    expect((await readStream(t.db, mirrorStreamId(m)))[0]).toMatchObject({ type: 'MirrorCreated', metadata: { actor: userInfo().username } });
+    await expect.poll(async () => (await t.dest.listOffsets(tp, [0], 'latest')).get(0), { timeout: 30_000 }).toBe(10n);
+
+    // The source moves (a rotation gone wrong): describe still answers, naming the cluster it could not reach.
+    const port = await closedPort();
+    expect((await add(`127.0.0.1:${port}`, '--replace', '--no-check')).code).toBe(0);
+    const d = await kmirrorJson<DescribedMirror>('describe', m);
+    expect(d.clusters.source).toMatchObject({ cluster, reachable: false, error: { code: 'CLUSTER_UNREACHABLE' } });
+    expect(d.clusters.destination).toEqual({ cluster: 'west', reachable: true });
+    expect(d.partitions).toMatchObject([{ topic: tp, partition: 0, state: 'PAUSED', sourceEndOffset: null, destinationEndOffset: '10', lag: null, lastMirroredOffset: '10' }]);
+    const human = await kmirror('describe', m);
+    expect(human.code, ended(human)).toBe(0);
+    expect(human.stdout).toMatch(new RegExp(`^mirror ${escape(m)} \\(\\w+\\): ${escape(cluster)} \\(NOT REACHABLE: CLUSTER_UNREACHABLE .*127\\.0\\.0\\.1:${port}.*\\) → west$`, 'm'));
+
+    // Put back, the paused mirror resumes and copies what the source took meanwhile.
+    await sendAll(producer, tp, messages(5, 1, { from: 10 }));
+    expect((await add(stackEnv().SOURCE_BOOTSTRAP!, '--replace')).code).toBe(0);
+    expect((await kmirror('resume', m, '--all-topics')).code).toBe(0);
+    await expect.poll(async () => (await t.dest.listOffsets(tp, [0], 'latest')).get(0), { timeout: 30_000 }).toBe(15n);
+    expect(await verifyPartition(t.source, t.dest, tp, 0)).toMatchObject({ equal: true, recordsCompared: 15 });
+    expect((await kmirror('failover', m, '--all-topics')).code).toBe(0);
+    expect((await kmirror('delete', m)).code).toBe(0);
   });
 
   it('bad inputs fail with their code, in both output forms, and append no event', async () => {
@@ -524,10 +606,7 @@ describe('kmirror lifecycle', () => {
     const tp = await t.sourceTopic({ partitions: 2 });
     t.track(tp);
     await sendAll(producer, tp, messages(40, 2));
-    for (const args of [['create', m, '--source', 'east', '--destination', 'west'], ['start', m, '--topic', tp]]) {
-      const r = await kmirror(...args);
-      expect.soft(r.code, ended(r)).toBe(0);
-    }
+    await kmirrorAll(['create', m, '--source', 'east', '--destination', 'west'], ['start', m, '--topic', tp]);
     const both = [0, 1];
     const endsOf = async (cluster: 'source' | 'dest') => [...(await (cluster === 'source' ? t.source : t.dest).listOffsets(tp, both, 'latest')).values()];
     await expect.poll(() => endsOf('dest'), { timeout: 30_000 }).toEqual([20n, 20n]);
@@ -535,6 +614,21 @@ describe('kmirror lifecycle', () => {
     // Split brain: the old primary took two writes after the failover point.
     await producer.send({ topic: tp, messages: [{ partition: 0, key: 'late-0', value: 'on the old primary' }, { partition: 1, key: 'late-1', value: 'here too' }] });
     type Failback = { result: { topics: { topic: string; action: string; archiveTopic: string | null; partitions: { divergent: { from: string; to: string; records: number | null } | null }[] }[] } };
+    // `verify` compares what was mirrored (equal); --full compares up to the source's end, so the
+    // late records are missing on the destination: exit 1 with OFFSET_DIVERGENCE, both forms.
+    expect((await kmirror('verify', m)).code).toBe(0);
+    const differs = await kmirror('verify', m, '--full');
+    expect(differs.code, ended(differs)).toBe(1);
+    expect(differs.stdout).toMatch(new RegExp(`^${escape(tp)} +0 +\\[0, 21\\) +DIFFERENT at offset 20: missing-on-destination`, 'm'));
+    expect(differs.stderr).toMatch(new RegExp(`^error OFFSET_DIVERGENCE: 2 partition\\(s\\) differ; first: ${escape(tp)}-0 at offset 20 \\(missing-on-destination\\)$`, 'm'));
+    const differsJson = await kmirror('verify', m, '--full', '--json');
+    expect(differsJson.code, ended(differsJson)).toBe(1);
+    expect(JSON.parse(differsJson.stdout)).toMatchObject({
+      mirror: m,
+      equal: false,
+      partitions: both.map((partition) => ({ topic: tp, partition, equal: false, recordsCompared: 20, firstMismatch: { offset: '20', field: 'missing-on-destination' } })),
+      error: { code: 'OFFSET_DIVERGENCE' },
+    });
     const dry = (await kmirrorJson<Failback>('failback', m, '--dry-run')).result.topics[0]!;
     expect(dry).toMatchObject({ topic: tp, action: 'recreate', partitions: [{ divergent: { from: '20', to: '21', records: 1 } }, { divergent: { from: '20', to: '21', records: 1 } }] });
     const done = (await kmirrorJson<Failback>('failback', m)).result.topics[0]!;
@@ -555,10 +649,7 @@ describe('kmirror lifecycle', () => {
     const tp = await t.sourceTopic({ partitions: 1 });
     t.track(tp);
     await sendAll(producer, tp, messages(10, 1));
-    for (const args of [['create', m, '--source', 'east', '--destination', 'west'], ['start', m, '--topic', tp]]) {
-      const r = await kmirror(...args);
-      expect.soft(r.code, ended(r)).toBe(0);
-    }
+    await kmirrorAll(['create', m, '--source', 'east', '--destination', 'west'], ['start', m, '--topic', tp]);
     const endOf = async (cluster: 'source' | 'dest') => (await (cluster === 'source' ? t.source : t.dest).listOffsets(tp, [0], 'latest')).get(0)!;
     await expect.poll(() => endOf('dest'), { timeout: 30_000 }).toBe(10n);
     expect((await kmirror('failover', m, '--all-topics')).code).toBe(0);
@@ -585,10 +676,7 @@ describe('kmirror lifecycle', () => {
     const tp = await t.sourceTopic({ partitions: 2 });
     t.track(tp);
     await sendAll(producer, tp, messages(20, 2));
-    for (const args of [['create', m, '--source', 'east', '--destination', 'west', '--on-records-lost', 'fail'], ['start', m, '--topic', tp]]) {
-      const r = await kmirror(...args);
-      expect.soft(r.code, ended(r)).toBe(0);
-    }
+    await kmirrorAll(['create', m, '--source', 'east', '--destination', 'west', '--on-records-lost', 'fail'], ['start', m, '--topic', tp]);
     const both = [0, 1];
     const destEnds = async () => [...(await t.dest.listOffsets(tp, both, 'latest')).values()];
     await expect.poll(destEnds, { timeout: 30_000 }).toEqual([10n, 10n]);

@@ -35,6 +35,15 @@ describe('Kafka errors → codes', () => {
     expect(kafkaFailure(new KafkaJSSASLAuthenticationError('SASL PLAIN authentication failed'), 'cluster east')).toMatchObject({ code: 'CLUSTER_AUTHENTICATION_FAILED', retryable: false });
   });
 
+  it('a broker certificate the client does not trust is CLUSTER_AUTHENTICATION_FAILED (final), naming Node\'s verdict, however deeply nested', () => {
+    const untrusted = new KafkaJSConnectionError('Connection error: self-signed certificate in certificate chain', { code: 'SELF_SIGNED_CERT_IN_CHAIN' } as never);
+    const expected = { code: 'CLUSTER_AUTHENTICATION_FAILED', retryable: false, details: { tlsError: 'SELF_SIGNED_CERT_IN_CHAIN' }, message: expect.stringMatching(/^cluster east: the broker's TLS certificate is not trusted \(SELF_SIGNED_CERT_IN_CHAIN: .*--ssl-ca-file/) };
+    expect(kafkaFailure(untrusted, 'cluster east')).toMatchObject(expected);
+    expect(kafkaFailure(new KafkaJSNumberOfRetriesExceeded(untrusted, { retryCount: 1, retryTime: 100 }), 'cluster east')).toMatchObject({ code: 'CLUSTER_AUTHENTICATION_FAILED' });
+    // Other connection failures with a Node code stay CLUSTER_UNREACHABLE.
+    expect(kafkaFailure(new KafkaJSConnectionError('Connection error: connect ECONNREFUSED', { code: 'ECONNREFUSED' } as never), 'cluster east')).toMatchObject({ code: 'CLUSTER_UNREACHABLE' });
+  });
+
   it('per-topic answers (CreateTopics: KafkaJSAggregateError) take the first final answer, else the first', () => {
     const refused = new KafkaJSAggregateError('Topic creation errors', [createErrorFromCode(6), createErrorFromCode(29)]);
     expect(kafkaFailure(refused, 'create destination topics')).toMatchObject({

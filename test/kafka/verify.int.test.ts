@@ -7,6 +7,7 @@ import type { Message } from 'kafkajs';
 import { readCommitted, verifyPartition } from '../../kafka/verify.ts';
 import { useMirrorFixture, type MirrorFixture } from '../support/mirror-fixture.ts';
 import { randomName } from '../support/stack.ts';
+import { isKmirrorError } from '../../domain/errors.ts';
 
 const fixture = useMirrorFixture();
 let f: MirrorFixture;
@@ -102,5 +103,20 @@ describe('readCommitted', () => {
     const values: string[] = [];
     for await (const r of readCommitted(f.source, topic, 0, 0n, end)) values.push(r.value!.toString());
     expect(values).toEqual(['kept-1', 'kept-2']);
+  });
+
+  it('a read that finds nothing more below `to` fails with OFFSET_DIVERGENCE naming the offset, never ends quietly', async () => {
+    const topic = await pair((m) => m);
+    const read: number[] = [];
+    let caught: unknown;
+    try {
+      for await (const r of readCommitted(f.source, topic, 0, 0n, 12n)) read.push(Number(r.offset));
+    } catch (err) {
+      caught = err;
+    }
+    // Every record it holds, then the error: two truncated reads cannot compare equal.
+    expect(read).toEqual(Array.from({ length: 10 }, (_, i) => i));
+    expect(isKmirrorError(caught, 'OFFSET_DIVERGENCE')).toBe(true);
+    expect((caught as Error).message).toMatch(/holds no record at or after offset 10, below 12 \(its log ends at 10 for read_committed\)/);
   });
 });

