@@ -7,7 +7,9 @@ import { awaitOperation, startOperation, type OperationInputs } from '../../clie
 import { readStream } from '../../db/event-store/read-stream.ts';
 import { describeMirror } from '../../db/projections/describe-mirror.ts';
 import { mirrorStreamId } from '../../domain/events.ts';
-import { progressQuery } from '../../workflows/messages.ts';
+import { WorkflowUpdateFailedError } from '@temporalio/client';
+import { pauseUpdate, progressQuery, runnerWorkflowId, type RunnerRequest } from '../../workflows/messages.ts';
+import { MirrorOperation, MirrorTopic } from '../../workflows/search-attributes.ts';
 import { verifyPartition } from '../../kafka/verify.ts';
 import { createTopicsAndWait } from '../../kafka/admin.ts';
 import { createKafka } from '../../kafka/connection.ts';
@@ -101,6 +103,50 @@ describe('a mirror from the first request to copying', () => {
     await expect.poll(() => ends('dest', topic, 3), { timeout: 30_000 }).toEqual(await ends('source', topic, 3));
     for (const p of [0, 1, 2]) expect(await verifyPartition(t.source, t.dest, topic, p)).toMatchObject({ equal: true, recordsCompared: 1_200 });
     await producer.disconnect();
+  });
+
+  it("the runner's Updates refuse a malformed request and an unknown topic in their validator (nothing enters its history); every workflow carries the search attributes and answers `progress`", async () => {
+    const runner = t.temporal.client.workflow.getHandle(runnerWorkflowId(mirror));
+    const refused = (updateId: string, request: unknown) =>
+      runner.executeUpdate(pauseUpdate, { args: [request as RunnerRequest], updateId }).then(
+        () => undefined,
+        (err: unknown) => err,
+      );
+    const malformed = await refused('bad-shape', { partitions: 'some' });
+    expect(malformed).toBeInstanceOf(WorkflowUpdateFailedError);
+    expect((malformed as WorkflowUpdateFailedError).cause).toMatchObject({ type: 'INVALID_ARGUMENT', message: expect.stringMatching(/^pause: expected \{"partitions"/) });
+    const unknown = await refused('bad-topic', { partitions: [{ topic: 'not-in-mirror' }], actor: 'x', workflowId: 'w', runId: 'r' });
+    expect((unknown as WorkflowUpdateFailedError).cause).toMatchObject({ type: 'TOPIC_NOT_IN_CLUSTER_MIRROR', message: `topic not-in-mirror is not in mirror ${mirror}` });
+    // A validator's refusal is not recorded: no update event names either id.
+    const { events } = await runner.fetchHistory();
+    const updateIds = events!.flatMap((e) => [e.workflowExecutionUpdateAcceptedEventAttributes?.acceptedRequest?.meta?.updateId, e.workflowExecutionUpdateAdmittedEventAttributes?.request?.meta?.updateId]);
+    expect(updateIds.filter((id) => id === 'bad-shape' || id === 'bad-topic')).toEqual([]);
+    // The runner still works: its progress shows the partitions MIRRORING.
+    expect(await runner.query(progressQuery)).toMatchObject({ workflow: 'mirrorRunner', mirror, step: 'running', done: false, total: 3, states: { MIRRORING: 3 } });
+    expect(await t.temporal.client.workflow.getHandle(`create:${mirror}`).query(progressQuery)).toEqual({ workflow: 'createMirror', mirror, step: 'done', done: true, total: 0, states: {} });
+
+    // Every workflow of this mirror is found by its name, each with its operation (and topic).
+    const found = new Map<string, { operation: unknown; topic: unknown }>();
+    await expect
+      .poll(
+        async () => {
+          for await (const w of t.temporal.client.workflow.list({ query: `MirrorName = "${mirror}"` })) {
+            found.set(w.type, { operation: w.typedSearchAttributes.get(MirrorOperation), topic: w.typedSearchAttributes.get(MirrorTopic) });
+          }
+          return [...found.keys()].sort();
+        },
+        { timeout: 20_000 },
+      )
+      .toEqual(['createMirror', 'mirrorRunner', 'pauseTopics', 'resumeTopics', 'startTopics']);
+    for (const [type, { operation }] of found) expect(operation, type).toBe(type);
+    // MirrorTopic when the request names exactly one topic (a resume of every topic names none).
+    expect([...found].map(([type, { topic: named }]) => [type, named ?? null]).sort()).toEqual(
+      [['createMirror', null], ['mirrorRunner', null], ['pauseTopics', topic], ['resumeTopics', null], ['startTopics', topic]].sort(),
+    );
+    const resumes: string[] = [];
+    for await (const w of t.temporal.client.workflow.list({ query: `MirrorName = "${mirror}" AND MirrorOperation = "resumeTopics"` })) resumes.push(w.workflowId);
+    expect(resumes).toHaveLength(1);
+    expect(await t.temporal.client.workflow.getHandle(resumes[0]!).query(progressQuery)).toMatchObject({ workflow: 'resumeTopics', mirror, step: 'done', done: true, total: 3, states: { MIRRORING: 3 } });
   });
 
   it('retention overtaking a paused partition: the lost range is an event and describe counts it; the rest mirrors', async () => {
