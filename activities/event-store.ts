@@ -91,6 +91,8 @@ export interface AuthorizeInput {
   readonly wholeMirror?: boolean;
   /** Other mirrors it changes (a failback starts its reverse mirror): ALTER on each. */
   readonly alsoAlters?: readonly string[];
+  /** A dry run: it reads and reports, so DESCRIBE on the mirror stands in for ALTER, and `alsoAlters` is not needed. */
+  readonly dryRun?: boolean;
   readonly metadata: EventMetadata;
 }
 
@@ -111,9 +113,10 @@ export function createEventStoreActivities(deps: { readonly db: Db; readonly aut
       else if (input.wholeMirror === true) {
         topics = (await db.selectFrom('mirror_topics').select('topic').where('mirror', '=', input.mirror).execute()).map((r) => r.topic);
       }
+      const dryRun = input.dryRun === true;
       const required = [
-        ...requirementsOf(input.workflow, input.mirror, topics),
-        ...(input.alsoAlters ?? []).map((mirror) => ({ operation: 'ALTER', resourceType: 'CLUSTER_MIRROR', resource: mirror }) as const),
+        ...requirementsOf(input.workflow, input.mirror, topics, { dryRun }),
+        ...(dryRun ? [] : (input.alsoAlters ?? []).map((mirror) => ({ operation: 'ALTER', resourceType: 'CLUSTER_MIRROR', resource: mirror }) as const)),
       ];
       await authorize(db, { principal: input.metadata.actor, workflow: input.workflow, mirror: input.mirror, required }, input.metadata);
       return { checked: true };

@@ -9,6 +9,10 @@ import { createDatabase } from '../db/connect.ts';
 import type { Db } from '../db/database.ts';
 import { migrateToLatest } from '../db/migrate.ts';
 import type { Output } from '../errors-output.ts';
+import { authorize } from '../db/acl-store.ts';
+import { requirementsOf, type READING_COMMANDS } from '../domain/authorization.ts';
+
+type ReadingCommand = (typeof READING_COMMANDS)[number];
 
 export interface GlobalOptions {
   readonly json?: boolean;
@@ -89,6 +93,14 @@ export class CliContext {
     }
     await this.migrated;
     return this.dbValue;
+  }
+
+  /** With KMIRROR_AUTHORIZATION on, the actor must hold DESCRIBE on the mirror (and READ on
+   *  `topics`) to run a reading command; a refusal is recorded (OperationRefused) and thrown as
+   *  CLUSTER_MIRROR_AUTHORIZATION_FAILED. Off: nothing is checked. */
+  async authorizeRead(command: ReadingCommand, mirror: string, topics: readonly string[] = []): Promise<void> {
+    if (!this.config.authorization) return;
+    await authorize(await this.db(), { principal: this.actor, workflow: command, mirror, required: requirementsOf(command, mirror, topics) }, this.requester);
   }
 
   async temporal(): Promise<TemporalClient> {

@@ -7,6 +7,8 @@
 // on TOPIC (a topic's name or `*`). Starting, pausing, resuming or stopping a topic needs ALTER on
 // the mirror and READ on the topic: ALTER on a mirror alone cannot add a topic the principal may
 // not read. A start by pattern needs READ on `*` (the pattern also matches topics created later).
+// Reading without changing — a dry run (failover, promote, failback) and the CLI's describe,
+// history, groups and verify — needs DESCRIBE on the mirror (and READ on the topics it reads).
 import { KmirrorError } from './errors.ts';
 import type { Event } from './events.ts';
 
@@ -82,11 +84,21 @@ export function missingGrants(grants: readonly AclGrant[], principal: string, re
   );
 }
 
-/** What an operation workflow needs (DESIGN §8). `topics`: the topics it names, resolved (a
- *  pattern start passes `*`); absent for operations on the mirror as a whole. */
-export function requirementsOf(workflow: string, mirror: string, topics: readonly string[] = []): AclRequirement[] {
+/** Workflows with a dry run, and the CLI's reading commands: DESCRIBE is what they need to read. */
+const DRY_RUNS = new Set(['failover', 'promote', 'failback']);
+export const READING_COMMANDS = ['describe', 'history', 'groups', 'verify'] as const;
+
+/** What an operation workflow or a reading command needs (DESIGN §8). `topics`: the topics it
+ *  names, resolved (a pattern start passes `*`); absent for operations on the mirror as a whole.
+ *  `dryRun`: the workflow only reports what it would do (DESCRIBE instead of ALTER). */
+export function requirementsOf(workflow: string, mirror: string, topics: readonly string[] = [], options: { readonly dryRun?: boolean } = {}): AclRequirement[] {
   const onMirror = (operation: AclOperation): AclRequirement => ({ operation, resourceType: 'CLUSTER_MIRROR', resource: mirror });
   const reads = [...new Set(topics)].sort().map((topic): AclRequirement => ({ operation: 'READ', resourceType: 'TOPIC', resource: topic }));
+  if (options.dryRun === true) {
+    if (!DRY_RUNS.has(workflow)) throw new KmirrorError('INVALID_ARGUMENT', `${workflow} has no dry run`);
+    return [onMirror('DESCRIBE'), ...reads];
+  }
+  if ((READING_COMMANDS as readonly string[]).includes(workflow)) return [onMirror('DESCRIBE'), ...reads];
   switch (workflow) {
     case 'createMirror':
       return [onMirror('CREATE')];

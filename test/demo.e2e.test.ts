@@ -15,6 +15,11 @@ describe('npm run demo', () => {
     const out = run.stdout;
     for (const command of ['create', 'start', 'describe', 'pause', 'resume', 'history']) expect(out).toMatch(new RegExp(`^\\$ kmirror ${command} demo-`, 'm'));
     expect(out).toMatch(/^3 partition\(s\): 3 MIRRORING$/m);
+    // `describe` while records arrive, then once the writer stopped: the lag reaches 0 (before the pause).
+    const beforePause = out.slice(0, out.indexOf('$ kmirror pause'));
+    const lags = [...beforePause.matchAll(/^ {2}lag: ([\d,]+) records$/gm)].map((m) => Number(m[1]!.replaceAll(',', '')));
+    expect(lags.length).toBeGreaterThanOrEqual(2);
+    expect(lags.at(-1)).toBe(0);
     expect(out).toMatch(/^paused 3 partition\(s\) of mirror demo-\S+: 3 PAUSED$/m);
     expect(out).toMatch(/^while paused: .*\(unchanged\)$/m);
     const rows = out.slice(0, out.indexOf('disaster recovery round trip')).split('\n').filter((l) => /^ {2}demo\.orders-\S+-\d: \[/.test(l));

@@ -95,7 +95,7 @@ export function metadataOf(requester: Requester): EventMetadata & { workflowId: 
  */
 export async function authorizeRequest(
   workflow: Operation,
-  request: { readonly mirror: string; readonly topics?: readonly string[]; readonly include?: readonly string[]; readonly wholeMirror?: boolean; readonly alsoAlters?: readonly string[] },
+  request: { readonly mirror: string; readonly topics?: readonly string[]; readonly include?: readonly string[]; readonly wholeMirror?: boolean; readonly alsoAlters?: readonly string[]; readonly dryRun?: boolean },
   requester: Requester,
 ): Promise<void> {
   if (!patched('authorize-request')) return;

@@ -55,7 +55,7 @@ export async function failback(input: FailbackInput): Promise<FailbackResult> {
   let listed: PartitionProgress[] = [];
   setHandler(progressQuery, (options) => ({ workflow: 'failback', mirror, step, done: step === 'done', ...progressOver(listed, options?.summary === true) }));
   try {
-    await authorizeRequest('failback', { mirror, ...(input.topics ? { topics: input.topics } : {}), wholeMirror: true, alsoAlters: [reverseMirror] }, input);
+    await authorizeRequest('failback', { mirror, ...(input.topics ? { topics: input.topics } : {}), wholeMirror: true, alsoAlters: [reverseMirror], ...(input.dryRun === true ? { dryRun: true } : {}) }, input);
     const view = await short.requireMirror({ mirror });
     const stoppedTopics = view.topics.filter((t) => t.partitions.every((p) => p.state === 'STOPPED')).map((t) => t.topic);
     let topics = stoppedTopics;

@@ -114,7 +114,11 @@ export async function stopTopics(mode: 'failover' | 'promote', input: PromoteInp
   });
 
   try {
-    await authorizeRequest(workflow, { mirror, ...(input.topics ? { topics: input.topics } : {}), ...(input.include ? { include: input.include } : {}), wholeMirror: input.allTopics === true }, input);
+    await authorizeRequest(
+      workflow,
+      { mirror, ...(input.topics ? { topics: input.topics } : {}), ...(input.include ? { include: input.include } : {}), wholeMirror: input.allTopics === true, ...(input.dryRun === true ? { dryRun: true } : {}) },
+      input,
+    );
     const view = await short.requireMirror({ mirror });
     chosen = choose(workflow, view, input);
     // The result reports each partition's state before the operation; the progress query, as it goes.

@@ -164,6 +164,7 @@ export function mirrorCommands(ctx: CliContext): Command[] {
     .option('--watch', 'refresh every 2 seconds until interrupted (--json: one object per refresh)')
     .addHelpText('after', '\nExamples:\n  kmirror describe dr-east\n  kmirror describe dr-east --failed --json')
     .action(async (mirror: string, options: { failed?: boolean; watch?: boolean }) => {
+      await ctx.authorizeRead('describe', mirror);
       const once = async () => {
         const d = await describeLive(ctx, mirror, { failedOnly: options.failed === true });
         if (ctx.json) ctx.output.stdout(`${JSON.stringify(d, null, options.watch ? undefined : 2)}\n`);
@@ -194,6 +195,7 @@ export function mirrorCommands(ctx: CliContext): Command[] {
     .option('--verify', 'also check the whole event log\'s hash chain; exits 1 naming the first broken link')
     .addHelpText('after', '\nExamples:\n  kmirror history dr-east --limit 20\n  kmirror history dr-east --verify --json')
     .action(async (mirror: string, options: { limit?: number; verify?: boolean }) => {
+      await ctx.authorizeRead('history', mirror);
       const db = await ctx.db();
       const all = await readStream(db, mirrorStreamId(mirror));
       if (all.length === 0) throw new KmirrorError('UNKNOWN_CLUSTER_MIRROR', `mirror ${mirror} has no history (it was never created)`, { mirror });
@@ -245,6 +247,8 @@ export function mirrorCommands(ctx: CliContext): Command[] {
     .action(async (mirror: string, options: { topic?: string[]; full?: boolean }) => {
       const d = await describeMirror(await ctx.db(), mirror);
       const topics = d.topics.filter((t) => options.topic === undefined || options.topic.includes(t.topic));
+      // It reads the records: READ on each topic it compares, besides DESCRIBE on the mirror.
+      await ctx.authorizeRead('verify', mirror, topics.map((t) => t.topic));
       for (const name of options.topic ?? []) {
         if (!d.topics.some((t) => t.topic === name)) throw new KmirrorError('TOPIC_NOT_IN_CLUSTER_MIRROR', `topic ${name} is not in mirror ${mirror}`, { mirror, topic: name });
       }
@@ -284,6 +288,7 @@ export function mirrorCommands(ctx: CliContext): Command[] {
     .argument('<mirror>', 'mirror name')
     .addHelpText('after', '\nExamples:\n  kmirror groups dr-east\n  kmirror groups dr-east --json')
     .action(async (mirror: string) => {
+      await ctx.authorizeRead('groups', mirror);
       const db = await ctx.db();
       const d = await describeMirror(db, mirror);
       const clusters = await ctx.clusters();

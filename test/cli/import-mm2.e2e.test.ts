@@ -11,14 +11,12 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readVar } from '../../config.ts';
 import { listClusters } from '../../db/cluster-store.ts';
 import { verifyPartition } from '../../kafka/verify.ts';
-import { start } from '../support/child.ts';
-import { controlPlane, type ControlPlane } from '../support/control-plane.ts';
+import { controlPlane, kmirrorOn, type ControlPlane } from '../support/control-plane.ts';
 import { messages, sendAll } from '../support/mirror-fixture.ts';
-import { randomName, stackConfigEnv, stackEnv } from '../support/stack.ts';
+import { randomName, stackEnv } from '../support/stack.ts';
 
 let t: ControlPlane;
 let dir: string;
-let env: Record<string, string>;
 const password = readVar(stackEnv(), 'DEST_SASL_PASSWORD')!;
 const prefix = randomName('mm2').replaceAll('-', '_');
 const east = randomName('east');
@@ -27,12 +25,6 @@ const west = randomName('west');
 beforeAll(async () => {
   t = await controlPlane();
   dir = mkdtempSync(join(tmpdir(), 'kmirror-mm2-'));
-  env = {
-    ...stackConfigEnv({ DATABASE_URL: t.databaseUrl, TEMPORAL_TASK_QUEUE: t.taskQueue, KMIRROR_LOG_LEVEL: 'warn' }),
-    KMIRROR_ENV_FILE: '/dev/null',
-    PATH: process.env.PATH ?? '',
-    HOME: process.env.HOME ?? '/root',
-  };
 });
 
 afterAll(async () => {
@@ -40,11 +32,7 @@ afterAll(async () => {
   await t?.close();
 });
 
-async function kmirror(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const child = start(process.execPath, ['--import', 'tsx', 'cli/main.ts', ...args], { env });
-  const { code } = await child.exited;
-  return { code, stdout: child.stdout(), stderr: child.stderr() };
-}
+const kmirror = (args: string[]) => kmirrorOn(t, args);
 
 describe('kmirror import-mm2', () => {
   it('turns a MirrorMaker 2 config into registered clusters and a running mirror of the same topics', async () => {

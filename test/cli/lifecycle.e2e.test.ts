@@ -17,7 +17,7 @@ import { clusterStreamId, mirrorStreamId } from '../../domain/events.ts';
 import { buildProgram } from '../../cli/program.ts';
 import { readCommitted, verifyPartition } from '../../kafka/verify.ts';
 import { run, start } from '../support/child.ts';
-import { controlPlane, type ControlPlane } from '../support/control-plane.ts';
+import { cliEnv, controlPlane, type ControlPlane } from '../support/control-plane.ts';
 import { allPartitions, messages, sendAll } from '../support/mirror-fixture.ts';
 import { closedPort, destConnection, randomName, stackConfigEnv, stackEnv } from '../support/stack.ts';
 import { clientProperties, kafkaJava } from '../../scripts/stack/kafka.ts';
@@ -71,12 +71,7 @@ beforeAll(async () => {
   t = await controlPlane();
   // The stack's endpoints with this file's database and task queue, and the shell's PATH and HOME;
   // no env file beneath it, so nothing but what the test sets reaches the CLI.
-  env = {
-    ...stackConfigEnv({ DATABASE_URL: t.databaseUrl, TEMPORAL_TASK_QUEUE: t.taskQueue, KMIRROR_LOG_LEVEL: 'warn' }),
-    KMIRROR_ENV_FILE: '/dev/null',
-    PATH: process.env.PATH ?? '',
-    HOME: process.env.HOME ?? '/root',
-  };
+  env = cliEnv(t);
   producer = t.sourceKafka.producer({ idempotent: true, maxInFlightRequests: 1 });
   await producer.connect();
   topic = await t.sourceTopic({ partitions: PARTITIONS });

@@ -30,6 +30,23 @@ describe('ClusterMirror authorization', () => {
     expect(() => requirementsOf('ping', 'm')).toThrow(/no authorization rule/);
   });
 
+  it('a dry run and the reading commands need DESCRIBE on the mirror, not ALTER (and READ on the topics they read)', () => {
+    for (const w of ['failover', 'promote', 'failback']) {
+      expect(requirementsOf(w, 'm', ['t'], { dryRun: true })).toEqual([
+        { operation: 'DESCRIBE', resourceType: 'CLUSTER_MIRROR', resource: 'm' },
+        { operation: 'READ', resourceType: 'TOPIC', resource: 't' },
+      ]);
+    }
+    expect(() => requirementsOf('startTopics', 'm', [], { dryRun: true })).toThrow(/startTopics has no dry run/);
+    for (const c of ['describe', 'history', 'groups']) expect(requirementsOf(c, 'm')).toEqual([{ operation: 'DESCRIBE', resourceType: 'CLUSTER_MIRROR', resource: 'm' }]);
+    expect(requirementsOf('verify', 'm', ['b', 'a'])).toHaveLength(3);
+    // DESCRIBE does not stand in for ALTER, nor ALTER for DESCRIBE.
+    const describer = [grant('dana', 'DESCRIBE', 'CLUSTER_MIRROR', 'm'), grant('dana', 'READ', 'TOPIC', '*')];
+    expect(missingGrants(describer, 'dana', requirementsOf('failover', 'm', ['t'], { dryRun: true }))).toEqual([]);
+    expect(missingGrants(describer, 'dana', requirementsOf('failover', 'm', ['t']))).toEqual([{ operation: 'ALTER', resourceType: 'CLUSTER_MIRROR', resource: 'm' }]);
+    expect(missingGrants([grant('dana', 'ALTER', 'CLUSTER_MIRROR', 'm')], 'dana', requirementsOf('describe', 'm'))).toHaveLength(1);
+  });
+
   it('grants and revokes idempotently, and refuses malformed grants with INVALID_ARGUMENT', () => {
     const g = grant('alice', 'ALTER', 'CLUSTER_MIRROR', 'm');
     const granted = decideAcl({ type: 'GrantAcl', grant: g }, []);

@@ -2,14 +2,18 @@
 // The failover's ISR wait holds and names the missing broker (in the activity's heartbeat, which the
 // CLI's progress line and the Temporal UI show); when the broker is back the failover completes.
 // Then the override path: with the broker still down, `retry --override-isr-wait --reason` lets the
-// waiting failover complete, and the override is in the audit log with its reason.
+// waiting failover complete, and the override is in the audit log with its reason. A start's ISR
+// wait holds the same way, and the CLI's `retry --override-isr-wait --reason` ends it. A failover
+// ended mid-way and started again skips the stop it already made.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { pendingActivities, startOperation } from '../../client/index.ts';
 import { createTopicsAndWait } from '../../kafka/admin.ts';
 import { isrStatus } from '../../kafka/mirror-topics.ts';
 import { formattedNodes, startCluster, stopNode } from '../../scripts/stack/kafka.ts';
-import { progressQuery } from '../../workflows/messages.ts';
-import { controlPlane, operationsOn, type ControlPlane } from '../support/control-plane.ts';
+import { progressQuery, runnerWorkflowId } from '../../workflows/messages.ts';
+import { controlPlane, kmirrorOn, operationsOn, type ControlPlane } from '../support/control-plane.ts';
+import { messages, sendAll } from '../support/mirror-fixture.ts';
+import { randomName } from '../support/stack.ts';
 
 let t: ControlPlane;
 beforeAll(async () => {
@@ -22,7 +26,7 @@ afterAll(async () => {
   await t?.close();
 });
 
-const { run, mirrored } = operationsOn(() => t);
+const { run, mirrored, ends } = operationsOn(() => t);
 const BROKER = 3;
 
 /** A mirror of a 2-partition topic whose destination topic has 3 replicas, caught up. The source
@@ -72,5 +76,54 @@ describe('a destination broker down during failover', () => {
     expect((await isrStatus(t.dest, t.destAdmin, [topic])).missingBrokers).toEqual([BROKER]);
     const events = await t.db.selectFrom('events').select(['type', 'metadata']).where('stream_id', '=', `mirror:${mirror}`).where('type', '=', 'IsrWaitOverridden').execute();
     expect(events).toMatchObject([{ metadata: { actor: 'oncall', reason } }]);
+  });
+
+  it('a start with a destination broker down holds in its ISR wait; `kmirror retry --override-isr-wait` needs a reason, and with one the start reaches MIRRORING', async () => {
+    await startCluster('dest', 3, () => undefined); // the test before leaves broker 3 down
+    const mirror = randomName('isr-start');
+    const topic = await t.sourceTopic({ partitions: 2 });
+    const producer = t.sourceKafka.producer({ idempotent: true, maxInFlightRequests: 1 });
+    await producer.connect();
+    await sendAll(producer, topic, messages(100, 2));
+    await producer.disconnect();
+    await run('createMirror', { mirror, sourceCluster: 'src', destinationCluster: 'dst' });
+    // The (empty) destination topic with 3 replicas, adopted by the start; then a broker goes.
+    await createTopicsAndWait(t.destAdmin, [{ topic, partitions: 2, replicationFactor: 3 }]);
+    await brokerDown(topic);
+    const handle = await startOperation(t.temporal, 'startTopics', { mirror, topics: [topic], actor: 'drill' });
+    // The runner aligns the new partitions and waits for their ISR (its activity); the start waits for the runner.
+    const runner = t.temporal.client.workflow.getHandle(runnerWorkflowId(mirror));
+    await expect
+      .poll(async () => (await pendingActivities(runner)).find((a) => a.activity === 'waitForIsr')?.details, { timeout: 60_000, interval: 500 })
+      .toMatchObject({ waiting: 2, missingBrokers: [BROKER] });
+    expect(await handle.query(progressQuery)).toMatchObject({ workflow: 'startTopics', step: 'aligning the destination and waiting for the ISR', done: false });
+
+    const noReason = await kmirrorOn(t, ['retry', mirror, '--override-isr-wait']);
+    expect(noReason.code, noReason.stderr).toBe(2);
+    expect(noReason.stderr).toMatch(/^error INVALID_ARGUMENT: --override-isr-wait needs --reason TEXT/m);
+    const reason = 'broker 3 is being replaced';
+    const overridden = await kmirrorOn(t, ['retry', mirror, '--override-isr-wait', '--reason', reason, '--actor', 'oncall', '--json']);
+    expect(overridden.code, overridden.stderr).toBe(0);
+    expect(await handle.result()).toMatchObject({ mirror, states: { MIRRORING: 2 }, failed: [] });
+    await expect.poll(() => ends('dest', topic, 2), { timeout: 30_000 }).toEqual(await ends('source', topic, 2));
+    const events = await t.db.selectFrom('events').select(['type', 'metadata']).where('stream_id', '=', `mirror:${mirror}`).where('type', '=', 'IsrWaitOverridden').execute();
+    expect(events).toMatchObject([{ metadata: { actor: 'oncall', reason } }]);
+    await startCluster('dest', 3, () => undefined);
+  });
+
+  it('a failover ended while it waits for the ISR (an operation that failed mid-way), started again, skips the stop already made and completes', async () => {
+    await startCluster('dest', 3, () => undefined);
+    const { mirror, topic } = await mirroredWithReplicas();
+    await brokerDown(topic);
+    const first = await failoverHeldByIsr(mirror);
+    await first.terminate('drill: the operation failed mid-way');
+    const states = await t.db.selectFrom('mirror_partitions').select('state').where('mirror', '=', mirror).execute();
+    expect(states.map((r) => r.state)).toEqual(['STOPPING', 'STOPPING']);
+    await startCluster('dest', 3, () => undefined);
+    // The same request again: a new run, which finds the stop made and goes on from there.
+    const result = await run('failover', { mirror, allTopics: true, actor: 'drill' });
+    expect(result).toMatchObject({ mode: 'failover', states: { STOPPED: 2 } });
+    const events = await t.db.selectFrom('events').select('type').where('stream_id', '=', `mirror:${mirror}`).where('type', '=', 'PartitionStopRequested').execute();
+    expect(events).toHaveLength(2);
   });
 });

@@ -6,10 +6,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTopicsAndWait } from '../../kafka/admin.ts';
 import { formattedNodes, startCluster, stopNode } from '../../scripts/stack/kafka.ts';
-import { run as runChild } from '../support/child.ts';
-import { controlPlane, operationsOn, type ControlPlane } from '../support/control-plane.ts';
+import { controlPlane, kmirrorOn, operationsOn, type ControlPlane } from '../support/control-plane.ts';
 import { messages, sendAll } from '../support/mirror-fixture.ts';
-import { randomName, stackConfigEnv } from '../support/stack.ts';
+import { randomName } from '../support/stack.ts';
 
 let t: ControlPlane;
 beforeAll(async () => {
@@ -38,8 +37,7 @@ describe('a destination with fewer brokers than the source topic has replicas', 
 
     const mirror = randomName('rf');
     await run('createMirror', { mirror, sourceCluster: 'src', destinationCluster: 'dst' });
-    const env = { ...stackConfigEnv({ DATABASE_URL: t.databaseUrl, TEMPORAL_TASK_QUEUE: t.taskQueue, KMIRROR_LOG_LEVEL: 'warn' }), KMIRROR_ENV_FILE: '/dev/null', PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/root' };
-    const started = await runChild(process.execPath, ['--import', 'tsx', 'cli/main.ts', 'start', mirror, '--topic', topic], { env, timeout: 120_000 });
+    const started = await kmirrorOn(t, ['start', mirror, '--topic', topic]);
     expect(started.code, started.stderr).toBe(0);
     expect(started.stdout).toMatch(new RegExp(`^${topic}\\s+2\\s+2 \\(source 3, capped by the destination's brokers\\)\\s+created$`, 'm'));
 

@@ -309,6 +309,33 @@ describe('offsets and fidelity', () => {
     expect(positions.find((p) => p.topic === b && p.partition === 2)?.checksum).toBe(recordChecksum(last!));
   });
 
+  it('hands positions over at most every everyMs while records keep arriving — every advanced partition in one call — and once more at the end', async () => {
+    const topic = await f.topicPair({ partitions: 3 });
+    const producer = await f.producer();
+    await sendAll(producer, topic, messages(300, 3));
+    const calls: { at: number; positions: readonly MirroredPosition[] }[] = [];
+    const stop = new AbortController();
+    let sent = 300;
+    const writing = (async () => {
+      while (!stop.signal.aborted) {
+        await sendAll(producer, topic, messages(30, 3, { from: sent }));
+        sent += 30;
+        await new Promise((r) => setTimeout(r, 50));
+      }
+    })();
+    const started = Date.now();
+    setTimeout(() => stop.abort(), 3_500);
+    await f.copy({ topic, partitions: all(3), untilCaughtUp: false, signal: stop.signal, positions: { everyMs: 1_000, record: async (positions) => void calls.push({ at: Date.now(), positions }) } });
+    await writing;
+    // ~3.5 s at one call per second at most, plus the one at the end: never one per batch of records.
+    expect(calls.length).toBeGreaterThanOrEqual(3);
+    expect(calls.length).toBeLessThanOrEqual(5);
+    for (let i = 1; i < calls.length - 1; i++) expect(calls[i]!.at - calls[i - 1]!.at, `call ${i}`).toBeGreaterThanOrEqual(1_000);
+    expect(calls[0]!.at - started).toBeGreaterThanOrEqual(900);
+    // Records arrive on every partition between calls: each call names all three.
+    for (const call of calls.slice(0, -1)) expect(call.positions.map((p) => p.partition).sort()).toEqual([0, 1, 2]);
+  });
+
   it('uses the buffers of fetch answers again without changing a boundary record kept from an earlier answer', async () => {
     // Partition 0 has all its records in the first answer; partition 1 needs many rounds of
     // 512 KiB answers, whose buffers are given back and taken again (kafka/buffer-pool.ts). The

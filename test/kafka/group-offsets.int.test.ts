@@ -1,6 +1,6 @@
 // Consumer-group offset sync (kafka/group-offsets.ts) on the stack's two clusters: offsets are
 // copied for groups with no active member on the destination, clamped to what the destination has
-// (VK12), never moved backwards, and an active group is left alone.
+// (VK12) and raised to its log start, never moved backwards, and an active group is left alone.
 import { beforeEach, describe, expect, it } from 'vitest';
 import { deleteTopicsAndWait } from '../../kafka/admin.ts';
 import { planGroupOffsets, syncGroupOffsets } from '../../kafka/group-offsets.ts';
@@ -62,6 +62,24 @@ describe('consumer-group offset sync', () => {
     expect(await committed(busy!, topic)).toEqual(['10', '10']);
     // The filter leaves other groups out.
     expect(await planGroupOffsets({ admin: f.sourceAdmin }, { admin: f.destAdmin, raw: f.dest }, partitions, { include: ['nothing-matches'], exclude: [] })).toEqual([]);
+  });
+
+  it("raises a commit below the destination's log start to that start (the records before it are gone there)", async () => {
+    const topic = await f.topicPair({ partitions: 1 });
+    const src = await f.producer();
+    await sendAll(src, topic, messages(100, 1));
+    const dst = f.destKafka.producer();
+    await dst.connect();
+    await dst.send({ topic, messages: messages(100, 1) });
+    await dst.disconnect();
+    await f.dest.deleteRecords(topic, new Map([[0, 40n]])); // the destination's retention moved on
+    const group = randomName('early');
+    await f.source.commitGroupOffsets(group, [{ topic, partition: 0, offset: 5n }]);
+    const partitions = [{ topic, partition: 0 }];
+    const plans = await planGroupOffsets({ admin: f.sourceAdmin }, { admin: f.destAdmin, raw: f.dest }, partitions, { include: [group], exclude: [] });
+    expect(plans).toMatchObject([{ group, status: 'synced', partitions: [{ sourceCommitted: 5n, destinationEnd: 100n, target: 40n, clamped: false, action: 'set' }] }]);
+    await syncGroupOffsets({ admin: f.sourceAdmin }, { admin: f.destAdmin, raw: f.dest }, partitions, { include: [group], exclude: [] });
+    expect(await committed(group, topic)).toEqual(['40']);
   });
 
   it('a synced source topic deleted afterwards does not break the shared admin (regression: every later start failed with UNKNOWN_TOPIC)', async () => {

@@ -18,6 +18,7 @@ import { RawCluster } from '../../kafka/protocol.ts';
 import { createLogger } from '../../log.ts';
 import { createWorker } from '../../worker.ts';
 import type { Metrics } from '../../metrics/metrics.ts';
+import { run } from './child.ts';
 import { messages, sendAll } from './mirror-fixture.ts';
 import { createTestDatabase, destConnection, randomName, sourceConnection, stackConfigEnv, testClientOptions } from './stack.ts';
 
@@ -176,3 +177,19 @@ export function operationsOn(plane: () => ControlPlane) {
   return { run, refusal, ends, mirrored };
 }
 
+
+/** The environment of `kmirror` run as a child process on `plane`'s database and task queue: the
+ *  stack's endpoints, the shell's PATH and HOME, no env file beneath it, and `extra`. */
+export function cliEnv(plane: ControlPlane, extra: Record<string, string> = {}): Record<string, string> {
+  return {
+    ...stackConfigEnv({ DATABASE_URL: plane.databaseUrl, TEMPORAL_TASK_QUEUE: plane.taskQueue, KMIRROR_LOG_LEVEL: 'warn', ...extra }),
+    KMIRROR_ENV_FILE: '/dev/null',
+    PATH: process.env.PATH ?? '',
+    HOME: process.env.HOME ?? '/root',
+  };
+}
+
+/** `kmirror <args>` as a child process on `plane` (cliEnv); killed (code null) after `timeout` ms. */
+export function kmirrorOn(plane: ControlPlane, args: readonly string[], options: { readonly env?: Record<string, string>; readonly timeout?: number } = {}): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return run(process.execPath, ['--import', 'tsx', 'cli/main.ts', ...args], { env: cliEnv(plane, options.env), timeout: options.timeout ?? 120_000 });
+}

@@ -13,9 +13,8 @@ import { AUTHORIZATION_STREAM } from '../../domain/authorization.ts';
 import { mirrorStreamId } from '../../domain/events.ts';
 import type { StartTopicsInput } from '../../workflows/start-topics.ts';
 import { closeBrowser, launchBrowser, startWorkflowInUi } from '../support/browser.ts';
-import { start } from '../support/child.ts';
-import { controlPlane, type ControlPlane } from '../support/control-plane.ts';
-import { randomName, stackConfigEnv, stackEnv } from '../support/stack.ts';
+import { controlPlane, kmirrorOn, type ControlPlane } from '../support/control-plane.ts';
+import { randomName, stackEnv } from '../support/stack.ts';
 
 let t: ControlPlane;
 let browser: Browser | undefined;
@@ -33,22 +32,14 @@ afterAll(async () => {
 });
 
 /** `kmirror <args>` as a child process on this file's database and task queue, authorization on. */
-async function cli(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const env = {
-    ...stackConfigEnv({ DATABASE_URL: t.databaseUrl, TEMPORAL_TASK_QUEUE: t.taskQueue, KMIRROR_LOG_LEVEL: 'warn', KMIRROR_AUTHORIZATION: 'true' }),
-    KMIRROR_ENV_FILE: '/dev/null',
-    PATH: process.env.PATH ?? '',
-    HOME: process.env.HOME ?? '/root',
-  };
-  const child = start(process.execPath, ['--import', 'tsx', 'cli/main.ts', ...args], { env });
-  const { code } = await child.exited;
-  return { code, stdout: child.stdout(), stderr: child.stderr() };
-}
+const cli = (args: string[]) => kmirrorOn(t, args, { env: { KMIRROR_AUTHORIZATION: 'true' } });
 
 describe('authorization (KMIRROR_AUTHORIZATION=true)', () => {
+  const mirror = randomName('acl-m');
+  let topic: string;
+
   it('refuses a start from the Temporal UI without READ on the topic (code, event, nothing else), and runs it once granted', async () => {
-    const mirror = randomName('acl-m');
-    const topic = await t.sourceTopic({ partitions: 1 });
+    topic = await t.sourceTopic({ partitions: 1 });
     const admin = { actor: 'admin', reason: 'test setup' };
     // Creating needs CREATE too: without it the setup itself is refused.
     const unauthorizedCreate = await awaitOperation<'createMirror'>(await startOperation(t.temporal, 'createMirror', { mirror, sourceCluster: 'src', destinationCluster: 'dst', actor: 'test-setup' })).then(
@@ -108,5 +99,32 @@ describe('authorization (KMIRROR_AUTHORIZATION=true)', () => {
     const paused = await cli(['pause', mirror, '--topic', topic, '--actor', 'mallory', '--json']);
     expect(paused.code).not.toBe(0);
     expect(JSON.parse(paused.stdout || paused.stderr)).toMatchObject({ error: { code: 'CLUSTER_MIRROR_AUTHORIZATION_FAILED' } });
+  });
+
+  it('a dry run and the reading commands need DESCRIBE (refused without it, recorded); DESCRIBE does not let a failover run', async () => {
+    const as = (...args: string[]) => cli([...args, '--actor', 'dana', '--json']);
+    const refusedCode = async (...args: string[]) => {
+      const r = await as(...args);
+      return r.code === 0 ? 'ran' : (JSON.parse(r.stdout) as { error: { code: string } }).error.code;
+    };
+    for (const command of [['describe', mirror], ['history', mirror], ['groups', mirror], ['verify', mirror]]) expect(await refusedCode(...command), command[0]).toBe('CLUSTER_MIRROR_AUTHORIZATION_FAILED');
+    const refusals = (await readStream(t.db, AUTHORIZATION_STREAM)).filter((e) => e.type === 'OperationRefused' && (e.data as { principal: string }).principal === 'dana');
+    expect(refusals.map((e) => (e.data as { workflow: string }).workflow)).toEqual(['describe', 'history', 'groups', 'verify']);
+
+    expect((await cli(['acl', 'add', '--principal', 'dana', '--operation', 'DESCRIBE', '--mirror', mirror, '--actor', 'admin'])).code).toBe(0);
+    for (const command of [['describe', mirror], ['history', mirror], ['groups', mirror]]) expect(await refusedCode(...command), command[0]).toBe('ran');
+    // verify and a dry run read the topic's records: READ on it too.
+    expect(await refusedCode('verify', mirror)).toBe('CLUSTER_MIRROR_AUTHORIZATION_FAILED');
+    expect(await refusedCode('failover', mirror, '--all-topics', '--dry-run')).toBe('CLUSTER_MIRROR_AUTHORIZATION_FAILED');
+    expect((await cli(['acl', 'add', '--principal', 'dana', '--operation', 'READ', '--topic', topic, '--actor', 'admin'])).code).toBe(0);
+    expect(await refusedCode('verify', mirror)).toBe('ran');
+    const dry = await as('failover', mirror, '--all-topics', '--dry-run');
+    expect(dry.code, dry.stdout + dry.stderr).toBe(0);
+    expect(JSON.parse(dry.stdout)).toMatchObject({ result: { mode: 'failover', dryRun: true } });
+    // The failover itself changes the mirror: ALTER, which DESCRIBE does not give.
+    const real = await as('failover', mirror, '--all-topics');
+    expect(real.code).toBe(1);
+    expect(JSON.parse(real.stdout)).toMatchObject({ error: { code: 'CLUSTER_MIRROR_AUTHORIZATION_FAILED', message: expect.stringContaining(`dana may not run failover: missing ALTER on CLUSTER_MIRROR ${mirror}`) } });
+    expect((await readStream(t.db, mirrorStreamId(mirror))).filter((e) => e.type === 'PartitionStopRequested')).toEqual([]);
   });
 });

@@ -9,11 +9,12 @@ import type { OperationInputs } from '../../client/index.ts';
 import { changeClusterConnection, registerCluster } from '../../db/cluster-store.ts';
 import { executeMirrorCommand } from '../../db/mirror-store.ts';
 import { createKafka } from '../../kafka/connection.ts';
-import { verifyPartition } from '../../kafka/verify.ts';
+import { recordChecksum, verifyPartition } from '../../kafka/verify.ts';
+import { decodeRecords } from '../../kafka/wire.ts';
 import { statusQuery } from '../../workflows/messages.ts';
 import { mirrorStreamId } from '../../domain/events.ts';
 import { controlPlane, operationsOn, type ControlPlane } from '../support/control-plane.ts';
-import { messages, sendAll } from '../support/mirror-fixture.ts';
+import { fetchBatches, messages, sendAll } from '../support/mirror-fixture.ts';
 import { destAppConnection, randomName, sourceConnection } from '../support/stack.ts';
 
 let t: ControlPlane;
@@ -159,6 +160,33 @@ describe('promote', () => {
     expect(result.partitions.map((p) => [p.recordsBehind, p.transactionOpenOnSource])).toEqual([['0', false]]);
     expect(await ends('dest', topic, 1)).toEqual(await ends('source', topic, 1)); // 16: 10 + 5 + the commit marker
     expect(await verifyPartition(t.source, t.dest, topic, 0)).toMatchObject({ equal: true, recordsCompared: 15 });
+  });
+
+  it('a failover with records not mirrored yet reports them (the RPO) per partition, in the dry run and the result; the recorded position is the last mirrored record, its leader epoch and checksum', async () => {
+    const { mirror, topic } = await mirrored(2, 200);
+    // Copying stops (pause), the source goes on: 30 records on partition 0 and 20 on partition 1 are not mirrored.
+    await run('pauseTopics', { mirror, allTopics: true });
+    const producer = t.sourceKafka.producer({ idempotent: true, maxInFlightRequests: 1 });
+    await producer.connect();
+    await sendAll(producer, topic, [...messages(30, 1, { from: 1_000 }), ...messages(20, 1, { from: 2_000 }).map((m) => ({ ...m, partition: 1 }))]);
+    await producer.disconnect();
+    const dry = await run('failover', { mirror, allTopics: true, dryRun: true });
+    expect(dry.partitions.map((p) => [p.partition, p.state, p.recordsBehind])).toEqual([
+      [0, 'PAUSED', '30'],
+      [1, 'PAUSED', '20'],
+    ]);
+    const result = await run('failover', { mirror, allTopics: true });
+    expect(result).toMatchObject({ dryRun: false, states: { STOPPED: 2 } });
+    expect(result.partitions.map((p) => p.recordsBehind)).toEqual(['30', '20']);
+    expect(await ends('dest', topic, 2)).toEqual([100n, 100n]);
+    const rows = await t.db.selectFrom('mirror_partitions').select(['partition', 'last_mirrored_offset', 'last_mirrored_epoch', 'last_mirrored_checksum']).where('mirror', '=', mirror).orderBy('partition').execute();
+    for (const row of rows) {
+      // The source's record 99 (the last one mirrored): its batch's leader epoch and its checksum.
+      const fetched = await fetchBatches(t.source, topic, row.partition, { from: 99n });
+      const batch = fetched.batches.find((b) => b.baseOffset <= 99n && b.lastOffset >= 99n)!;
+      const record = decodeRecords(batch).find((r) => r.offset === 99n)!;
+      expect([row.last_mirrored_offset, row.last_mirrored_epoch, row.last_mirrored_checksum], `partition ${row.partition}`).toEqual([100n, batch.leaderEpoch, recordChecksum(record)]);
+    }
   });
 
   it('refuses while a partition is PAUSED (its lag cannot reach 0), and changes nothing', async () => {
