@@ -7,7 +7,7 @@ import { ApplicationFailure, TypedSearchAttributes, defaultPayloadConverter, typ
 import type { Config } from '../config.ts';
 import { ErrorCodes, KmirrorError, type ErrorCode } from '../domain/errors.ts';
 import type { CreateMirrorInput, CreateMirrorResult } from '../workflows/create-mirror.ts';
-import { progressQuery, runnerWorkflowId, statusQuery, type Operation, type OperationProgress, type RunnerStatus } from '../workflows/messages.ts';
+import { progressQuery, runnerWorkflowId, statusQuery, type Operation, type OperationProgress, type ProgressOptions, type RunnerStatus } from '../workflows/messages.ts';
 import type { TopicsChangeInput, TopicsChangeResult } from '../workflows/change-topics.ts';
 import { searchAttributePairs } from '../workflows/search-attributes.ts';
 import type { StartTopicsInput, StartTopicsResult } from '../workflows/start-topics.ts';
@@ -142,16 +142,29 @@ export async function pendingActivities(handle: WorkflowHandle): Promise<Pending
 /** An operation's progress, and what it is waiting on. */
 export type OperationProgressView = OperationProgress & { readonly pending: readonly PendingActivity[] };
 
-/** Wait for the result, calling onProgress with the workflow's progress every `everyMs`. */
+/** Wait for the result, calling onProgress with the workflow's progress every `everyMs` (a
+ *  summary, plus the first unfinished partitions when `unfinished` asks for them). */
 export async function awaitOperation<O extends Operation>(
   handle: WorkflowHandle,
-  options: { readonly onProgress?: (progress: OperationProgressView) => void; readonly everyMs?: number } = {},
+  options: {
+    readonly onProgress?: (progress: OperationProgressView) => void;
+    readonly everyMs?: number;
+    readonly unfinished?: ProgressOptions['unfinished'];
+    /** Another workflow that works for this one (a start's runner aligns and waits for the ISR):
+     *  its pending ISR wait is shown as this operation's. */
+    readonly worksFor?: WorkflowHandle;
+  } = {},
 ): Promise<OperationResults[O]> {
   let finished = false;
+  const asked: ProgressOptions = { summary: true, ...(options.unfinished === undefined ? {} : { unfinished: options.unfinished }) };
+  const pendingOf = async (): Promise<PendingActivity[]> => {
+    const [own, helper] = await Promise.all([pendingActivities(handle).catch(() => []), options.worksFor === undefined ? [] : pendingActivities(options.worksFor).catch(() => [])]);
+    return [...own, ...helper.filter((a) => a.activity === 'waitForIsr')];
+  };
   const polling = (async () => {
     while (!finished && options.onProgress !== undefined) {
       try {
-        const [progress, pending] = await Promise.all([handle.query(progressQuery, { summary: true }), pendingActivities(handle).catch(() => [])]);
+        const [progress, pending] = await Promise.all([handle.query(progressQuery, asked), pendingOf()]);
         options.onProgress({ ...progress, pending });
       } catch {
         // not started yet, or finished meanwhile: the next round (or the result) tells

@@ -28,7 +28,7 @@ export async function changeTopics(workflow: Operation, update: RunnerUpdateName
   let step = 'checking the request';
   // The request's partitions: their states before the change while the runner works, after it once done.
   let listed: PartitionProgress[] = [];
-  setHandler(progressQuery, (options) => ({ workflow, mirror, step, done: step === 'done', ...progressOver(listed, options?.summary === true) }));
+  setHandler(progressQuery, (options) => ({ workflow, mirror, step, done: step === 'done', ...progressOver(listed, options) }));
   try {
     await authorizeRequest(workflow, { mirror, ...(input.topics ? { topics: input.topics } : {}), wholeMirror: input.allTopics === true }, input);
     const view = await short.requireMirror({ mirror });

@@ -53,7 +53,7 @@ export async function failback(input: FailbackInput): Promise<FailbackResult> {
   // The failed-over partitions it fails back (STOPPED in this mirror); the reverse mirror's own
   // start reports their progress there.
   let listed: PartitionProgress[] = [];
-  setHandler(progressQuery, (options) => ({ workflow: 'failback', mirror, step, done: step === 'done', ...progressOver(listed, options?.summary === true) }));
+  setHandler(progressQuery, (options) => ({ workflow: 'failback', mirror, step, done: step === 'done', ...progressOver(listed, options) }));
   try {
     await authorizeRequest('failback', { mirror, ...(input.topics ? { topics: input.topics } : {}), wholeMirror: true, alsoAlters: [reverseMirror], ...(input.dryRun === true ? { dryRun: true } : {}) }, input);
     const view = await short.requireMirror({ mirror });

@@ -89,9 +89,18 @@ export interface OperationProgress {
   readonly states: Readonly<Record<string, number>>;
   /** Per partition (omitted with {summary: true}; at most 10,000 listed). */
   readonly partitions?: readonly PartitionProgress[];
+  /** With {unfinished}: the first partitions not yet in one of its `done` states (at most `max`). */
+  readonly unfinished?: readonly PartitionProgress[];
 }
 
-export const progressQuery = defineQuery<OperationProgress, [{ readonly summary?: boolean }?]>('progress');
+/** What the `progress` query lists: everything, a summary (counts only), and/or a few partitions
+ *  the operation has not finished with — what a terminal shows of 2,000 partitions. */
+export interface ProgressOptions {
+  readonly summary?: boolean;
+  readonly unfinished?: { readonly done: readonly string[]; readonly max: number };
+}
+
+export const progressQuery = defineQuery<OperationProgress, [ProgressOptions?]>('progress');
 
 /** The runner's own picture, beyond `progress`: its running activities. */
 export interface RunnerStatus {

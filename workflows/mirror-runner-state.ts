@@ -7,7 +7,7 @@ import type { MirrorView, TopicView } from '../activities/event-store.ts';
 import type { RunnerConfig } from '../config.ts';
 import type { GroupSyncSummary } from '../kafka/group-offsets.ts';
 import { RetryPolicy, retryDelayMs } from '../machines/partition.ts';
-import type { FailedPartition, OperationProgress, PartitionProgress, RunnerChange } from './messages.ts';
+import type { FailedPartition, OperationProgress, PartitionProgress, ProgressOptions, RunnerChange } from './messages.ts';
 import { key, LISTED_PARTITIONS, progressOver } from './progress.ts';
 
 export type TaskKind = 'copy' | 'truncate';
@@ -277,13 +277,13 @@ export class MirrorRunnerState {
   change(keys: readonly string[]): RunnerChange {
     const list = this.listed(keys);
     const failed: FailedPartition[] = list.filter((p) => p.state === 'FAILED').slice(0, 100).map((p) => ({ topic: p.topic, partition: p.partition, code: p.error?.code ?? '', message: p.error?.message ?? '' }));
-    const { states } = progressOver(list, true);
+    const { states } = progressOver(list, { summary: true });
     return { partitions: keys.length, states, failed, list: list.slice(0, LISTED_PARTITIONS) };
   }
 
   /** Partitions per state, and the per-partition list, for the progress query. */
-  progress(summary: boolean): Pick<OperationProgress, 'total' | 'states' | 'partitions'> {
-    return progressOver(this.listed([...this.entries.keys()]), summary);
+  progress(options: ProgressOptions = {}): Pick<OperationProgress, 'total' | 'states' | 'partitions' | 'unfinished'> {
+    return progressOver(this.listed([...this.entries.keys()]), options);
   }
 
   private listed(keys: readonly string[]): PartitionProgress[] {

@@ -189,7 +189,7 @@ export async function mirrorRunner(input: MirrorRunnerInput): Promise<MirrorRunn
     },
   );
 
-  setHandler(progressQuery, (options) => ({ workflow: 'mirrorRunner', mirror, step: draining ? 'restarting' : 'running', done: false, ...state.progress(options?.summary === true) }));
+  setHandler(progressQuery, (options) => ({ workflow: 'mirrorRunner', mirror, step: draining ? 'restarting' : 'running', done: false, ...state.progress(options) }));
   setHandler(statusQuery, () => ({
     mirror,
     copies: state.runningTasks('copy'),

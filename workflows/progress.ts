@@ -1,7 +1,7 @@
 // The partitions an operation is about, as its `progress` query and results list them. Pure (types
 // only), so the runner's state and every operation workflow share it, and unit tests run it bare.
 import type { TopicView } from '../activities/event-store.ts';
-import type { OperationProgress, PartitionProgress } from './messages.ts';
+import type { OperationProgress, PartitionProgress, ProgressOptions } from './messages.ts';
 
 /** A partition's key in maps: topic names cannot hold NUL. */
 export const key = (topic: string, partition: number): string => `${topic}\u0000${partition}`;
@@ -9,12 +9,20 @@ export const key = (topic: string, partition: number): string => `${topic}\u0000
 /** The progress query and a result list at most this many partitions. */
 export const LISTED_PARTITIONS = 10_000;
 
-/** The `progress` query's partition fields over `list`: the count per state, and the list itself
- *  (at most LISTED_PARTITIONS) unless a summary is asked. */
-export function progressOver(list: readonly PartitionProgress[], summary = false): Pick<OperationProgress, 'total' | 'states' | 'partitions'> {
+/** The `progress` query's partition fields over `list`: the count per state, the list itself (at
+ *  most LISTED_PARTITIONS) unless a summary is asked, and the first unfinished partitions when asked. */
+export function progressOver(list: readonly PartitionProgress[], options: ProgressOptions = {}): Pick<OperationProgress, 'total' | 'states' | 'partitions' | 'unfinished'> {
   const states: Record<string, number> = {};
   for (const p of list) states[p.state] = (states[p.state] ?? 0) + 1;
-  return { total: list.length, states, ...(summary ? {} : { partitions: list.slice(0, LISTED_PARTITIONS) }) };
+  const asked = options.unfinished;
+  const unfinished: PartitionProgress[] = [];
+  if (asked !== undefined) {
+    for (const p of list) {
+      if (unfinished.length >= Math.min(asked.max, 100)) break;
+      if (!asked.done.includes(p.state)) unfinished.push(p);
+    }
+  }
+  return { total: list.length, states, ...(options.summary === true ? {} : { partitions: list.slice(0, LISTED_PARTITIONS) }), ...(asked === undefined ? {} : { unfinished }) };
 }
 
 /** The partitions of `topics` as the event store has them, topic by topic in partition order. */

@@ -49,7 +49,7 @@ export async function retryPartitions(input: RetryPartitionsInput): Promise<Retr
   let step = 'checking the request';
   // The partitions of the topics retried: their states before the retry, then after it.
   let listed: PartitionProgress[] = [];
-  setHandler(progressQuery, (options) => ({ workflow: 'retryPartitions', mirror, step, done: step === 'done', ...progressOver(listed, options?.summary === true) }));
+  setHandler(progressQuery, (options) => ({ workflow: 'retryPartitions', mirror, step, done: step === 'done', ...progressOver(listed, options) }));
   try {
     await authorizeRequest('retryPartitions', { mirror, ...(input.topics ? { topics: input.topics } : {}), wholeMirror: true }, input);
     const view = await short.requireMirror({ mirror });

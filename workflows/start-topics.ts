@@ -57,7 +57,7 @@ export async function startTopics(input: StartTopicsInput): Promise<StartTopicsR
     );
     // The partitions the start is about, also before the runner has reported any of them.
     const total = resolved.reduce((n, t) => n + t.partitionCount, 0);
-    return { workflow: 'startTopics', mirror, step, done, ...progressOver(list, options?.summary === true), total };
+    return { workflow: 'startTopics', mirror, step, done, ...progressOver(list, options), total };
   });
 
   try {

@@ -110,7 +110,7 @@ export async function stopTopics(mode: 'failover' | 'promote', input: PromoteInp
   let latest: PartitionOffsets | undefined;
   setHandler(progressQuery, (options) => {
     const withOffsets = chosen.map((p, i) => ({ ...p, destinationEnd: latest?.partitions[i]?.destinationEnd ?? null, sourceEnd: latest?.partitions[i]?.sourceEnd ?? null }));
-    return { workflow, mirror, step, done: step === 'done', ...progressOver(withOffsets, options?.summary === true) };
+    return { workflow, mirror, step, done: step === 'done', ...progressOver(withOffsets, options) };
   });
 
   try {
@@ -138,7 +138,7 @@ export async function stopTopics(mode: 'failover' | 'promote', input: PromoteInp
       });
     if (input.dryRun === true) {
       step = 'done';
-      return { mirror, mode, dryRun: true, durationMs: Date.now() - started, source: offsets.source, partitions: report(offsets), states: progressOver(chosen, true).states, failed: [] };
+      return { mirror, mode, dryRun: true, durationMs: Date.now() - started, source: offsets.source, partitions: report(offsets), states: progressOver(chosen, { summary: true }).states, failed: [] };
     }
     const metadata = metadataOf(input);
     let groupSync: GroupSyncSummary | null = null;

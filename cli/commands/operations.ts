@@ -5,19 +5,29 @@ import { Command, InvalidArgumentError, Option } from 'commander';
 import { awaitOperation, startOperation, workflowUrl, type OperationInputs, type OperationResults } from '../../client/index.ts';
 import { KmirrorError } from '../../domain/errors.ts';
 import { RECORDS_LOST_POLICIES, type RecordsLostPolicy } from '../../domain/commands.ts';
-import type { Operation } from '../../workflows/messages.ts';
+import { runnerWorkflowId, type Operation } from '../../workflows/messages.ts';
 import type { StartTopicsResult } from '../../workflows/start-topics.ts';
 import type { TopicsChangeResult } from '../../workflows/change-topics.ts';
 import type { CreateMirrorResult } from '../../workflows/create-mirror.ts';
 import type { StopTopicsResult } from '../../workflows/stop-topics.ts';
 import type { CliContext } from '../context.ts';
-import { progressLine, table } from '../render.ts';
+import { fitTo, progressLine, table } from '../render.ts';
 
 interface WaitOptions {
   wait: boolean;
 }
 
 const collect = (value: string, previous: string[] = []): string[] => [...previous, value];
+
+/** The states in which an operation is done with a partition (what its progress counts down to). */
+const DONE_STATES: Partial<Record<Operation, readonly string[]>> = {
+  startTopics: ['MIRRORING', 'FAILED'],
+  pauseTopics: ['PAUSED', 'FAILED', 'STOPPED'],
+  resumeTopics: ['MIRRORING', 'FAILED'],
+  failover: ['STOPPED'],
+  promote: ['STOPPED'],
+  retryPartitions: ['MIRRORING'],
+};
 
 /** Run an operation the way every command does; returns the result (or undefined with --no-wait). */
 async function operate<O extends Operation>(ctx: CliContext, operation: O, input: OperationInputs[O], options: WaitOptions, label: string): Promise<OperationResults[O] | undefined> {
@@ -30,10 +40,15 @@ async function operate<O extends Operation>(ctx: CliContext, operation: O, input
     return undefined;
   }
   const tty = process.stderr.isTTY === true;
+  const done = DONE_STATES[operation];
   let last = '';
   const result = await awaitOperation<O>(handle, {
+    // A terminal also shows the first partitions not done yet (a log gets each change of the counts once).
+    ...(tty && done !== undefined ? { unfinished: { done, max: 5 } } : {}),
+    // A start's partitions are aligned, and their ISR waited for, by the mirror's runner.
+    ...(operation === 'startTopics' ? { worksFor: temporal.client.workflow.getHandle(runnerWorkflowId(input.mirror)) } : {}),
     onProgress: (progress) => {
-      const line = progressLine(label, progress);
+      const line = fitTo(progressLine(label, progress, done), process.stderr.columns);
       if (line === last) return;
       last = line;
       // A terminal gets one line rewritten in place; a log gets each change once.

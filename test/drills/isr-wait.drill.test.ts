@@ -11,7 +11,8 @@ import { createTopicsAndWait } from '../../kafka/admin.ts';
 import { isrStatus } from '../../kafka/mirror-topics.ts';
 import { formattedNodes, startCluster, stopNode } from '../../scripts/stack/kafka.ts';
 import { progressQuery, runnerWorkflowId } from '../../workflows/messages.ts';
-import { controlPlane, kmirrorOn, operationsOn, type ControlPlane } from '../support/control-plane.ts';
+import { start } from '../support/child.ts';
+import { cliEnv, controlPlane, kmirrorOn, operationsOn, type ControlPlane } from '../support/control-plane.ts';
 import { messages, sendAll } from '../support/mirror-fixture.ts';
 import { randomName } from '../support/stack.ts';
 
@@ -90,13 +91,19 @@ describe('a destination broker down during failover', () => {
     // The (empty) destination topic with 3 replicas, adopted by the start; then a broker goes.
     await createTopicsAndWait(t.destAdmin, [{ topic, partitions: 2, replicationFactor: 3 }]);
     await brokerDown(topic);
-    const handle = await startOperation(t.temporal, 'startTopics', { mirror, topics: [topic], actor: 'drill' });
+    // The operator's `kmirror start` on a terminal (script(1) gives it a pseudo-terminal).
+    const command = [process.execPath, '--import', 'tsx', 'cli/main.ts', 'start', mirror, '--topic', topic].map((a) => `'${a}'`).join(' ');
+    const terminal = start('script', ['-qfec', command, '/dev/null'], { env: cliEnv(t) });
     // The runner aligns the new partitions and waits for their ISR (its activity); the start waits for the runner.
     const runner = t.temporal.client.workflow.getHandle(runnerWorkflowId(mirror));
     await expect
       .poll(async () => (await pendingActivities(runner)).find((a) => a.activity === 'waitForIsr')?.details, { timeout: 60_000, interval: 500 })
       .toMatchObject({ waiting: 2, missingBrokers: [BROKER] });
-    expect(await handle.query(progressQuery)).toMatchObject({ workflow: 'startTopics', step: 'aligning the destination and waiting for the ISR', done: false });
+    // Its progress line, rewritten in place, names the partitions not done and the broker they lack.
+    const line = new RegExp(
+      `\\r\\x1b\\[Kstart ${mirror}: aligning the destination and waiting for the ISR — 2 partitions: 2 LOG_TRUNCATION; not yet: ${topic}-0 LOG_TRUNCATION, ${topic}-1 LOG_TRUNCATION; 2 partition\\(s\\) lack an in-sync replica \\(broker ${BROKER} missing\\) — to go on without it: kmirror retry ${mirror} --override-isr-wait`,
+    );
+    await expect.poll(() => terminal.stdout(), { timeout: 20_000, interval: 500 }).toMatch(line);
 
     const noReason = await kmirrorOn(t, ['retry', mirror, '--override-isr-wait']);
     expect(noReason.code, noReason.stderr).toBe(2);
@@ -104,7 +111,8 @@ describe('a destination broker down during failover', () => {
     const reason = 'broker 3 is being replaced';
     const overridden = await kmirrorOn(t, ['retry', mirror, '--override-isr-wait', '--reason', reason, '--actor', 'oncall', '--json']);
     expect(overridden.code, overridden.stderr).toBe(0);
-    expect(await handle.result()).toMatchObject({ mirror, states: { MIRRORING: 2 }, failed: [] });
+    expect((await terminal.exited).code, terminal.stdout()).toBe(0);
+    expect(terminal.stdout()).toMatch(/^2 partition\(s\): 2 MIRRORING\r?$/m);
     await expect.poll(() => ends('dest', topic, 2), { timeout: 30_000 }).toEqual(await ends('source', topic, 2));
     const events = await t.db.selectFrom('events').select(['type', 'metadata']).where('stream_id', '=', `mirror:${mirror}`).where('type', '=', 'IsrWaitOverridden').execute();
     expect(events).toMatchObject([{ metadata: { actor: 'oncall', reason } }]);

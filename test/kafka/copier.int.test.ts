@@ -191,6 +191,27 @@ describe('offsets and fidelity', () => {
     expect(destBatches.batches.length).toBe(sourceBatches.batches.length);
   });
 
+  it('a final produce error (one source batch larger than the destination allows) fails that partition at once with its code; the other goes on', async () => {
+    const topic = await f.topicPair({ partitions: 2, destConfigs: { 'max.message.bytes': '20000' } });
+    const producer = await f.producer();
+    await sendAll(producer, topic, messages(10, 2));
+    // Partition 0 gets one record of 60 KB: its batch alone is above the destination's limit.
+    await producer.send({ topic, messages: [{ partition: 0, key: 'big', value: Buffer.alloc(60_000, 1) }] });
+    await sendAll(producer, topic, messages(10, 2, { from: 10 }));
+    const started = Date.now();
+    // Batches one by one (no merging, whose MESSAGE_TOO_LARGE fallback resyncs): the refusal is the big batch's own.
+    const result = await f.copy({ topic, partitions: all(2), untilCaughtUp: true, options: { mergeBatchBytes: 0 } });
+    expect(result.partitions.map((p) => [p.partition, p.status, p.nextOffset])).toEqual([
+      [0, 'failed', 5n],
+      [1, 'caught-up', 10n],
+    ]);
+    expect(result.partitions[0]!.error).toMatchObject({ code: 'KAFKA_ERROR', retryable: false, details: { kafkaError: 'MESSAGE_TOO_LARGE' }, message: expect.stringMatching(/produce .*-0 failed: MESSAGE_TOO_LARGE/) });
+    // At once: no resync beyond the one every copy starts with, no retry of the refused batch.
+    expect([result.stats.resyncs, result.stats.resyncedPartitions]).toEqual([1, 2]);
+    expect(Date.now() - started).toBeLessThan(10_000);
+    expect(await f.verifyAll(topic, [1])).toMatchObject([{ equal: true, recordsCompared: 10 }]);
+  });
+
   it('an error answered for one partition re-reads that partition only, the others go on from where they are', async () => {
     // Two topics in one copier (one produce request carries both): the first refuses merged
     // batches (MESSAGE_TOO_LARGE), the second takes them.

@@ -125,9 +125,9 @@ describe('MirrorRunnerState', () => {
     ];
     expect(s.change(s.keysOf('all'))).toEqual({ partitions: 3, states: { MIRRORING: 1, PAUSED: 1, FAILED: 1 }, failed: [{ topic: 'b', partition: 0, code: 'KAFKA_ERROR', message: 'boom' }], list });
     expect(s.change(s.keysOf([{ topic: 'a' }]))).toEqual({ partitions: 2, states: { MIRRORING: 1, PAUSED: 1 }, failed: [], list: list.slice(0, 2) });
-    expect(s.progress(false)).toEqual({ total: 3, states: { MIRRORING: 1, PAUSED: 1, FAILED: 1 }, partitions: list });
+    expect(s.progress()).toEqual({ total: 3, states: { MIRRORING: 1, PAUSED: 1, FAILED: 1 }, partitions: list });
     expect(s.keysOf([{ topic: 'a', partitions: [1] }])).toEqual([key('a', 1)]);
-    expect(s.progress(true)).toEqual({ total: 3, states: { MIRRORING: 1, PAUSED: 1, FAILED: 1 } });
+    expect(s.progress({ summary: true })).toEqual({ total: 3, states: { MIRRORING: 1, PAUSED: 1, FAILED: 1 } });
     expect(s.inState(s.keysOf('all'), 'PAUSED')).toEqual([{ topic: 'a', partition: 1 }]);
     expect(s.notIn(s.keysOf('all'), ['MIRRORING', 'PAUSED'])).toEqual([{ topic: 'b', partition: 0 }]);
   });

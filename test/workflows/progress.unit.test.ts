@@ -19,8 +19,16 @@ describe('progress lists', () => {
     const full = progressOver(many);
     expect(full).toMatchObject({ total: LISTED_PARTITIONS + 5, states: { PAUSED: 5, MIRRORING: LISTED_PARTITIONS } });
     expect(full.partitions).toHaveLength(LISTED_PARTITIONS);
-    expect(progressOver(many, true)).toEqual({ total: LISTED_PARTITIONS + 5, states: { PAUSED: 5, MIRRORING: LISTED_PARTITIONS } });
+    expect(progressOver(many, { summary: true })).toEqual({ total: LISTED_PARTITIONS + 5, states: { PAUSED: 5, MIRRORING: LISTED_PARTITIONS } });
     expect(progressOver([])).toEqual({ total: 0, states: {}, partitions: [] });
+  });
+
+  it('progressOver lists the first partitions not yet in a done state when asked (what a terminal shows), at most max and never more than 100', () => {
+    const list = Array.from({ length: 2_000 }, (_, i) => ({ topic: 't', partition: i, state: i % 500 === 7 ? 'LOG_TRUNCATION' : i === 3 ? 'FAILED' : 'MIRRORING' }));
+    const sample = progressOver(list, { summary: true, unfinished: { done: ['MIRRORING', 'FAILED'], max: 3 } });
+    expect(sample).toEqual({ total: 2_000, states: { MIRRORING: 1_995, LOG_TRUNCATION: 4, FAILED: 1 }, unfinished: [7, 507, 1_007].map((partition) => ({ topic: 't', partition, state: 'LOG_TRUNCATION' })) });
+    expect(progressOver(list, { summary: true, unfinished: { done: [], max: 1_000 } }).unfinished).toHaveLength(100);
+    expect(progressOver(list, { summary: true, unfinished: { done: ['MIRRORING', 'FAILED', 'LOG_TRUNCATION'], max: 5 } }).unfinished).toEqual([]);
   });
 
   it('withStatesOf takes the states and errors a change reports, keeps other fields and partitions it does not name', () => {
