@@ -3,6 +3,8 @@
 // SASL_PLAINTEXT; both on this machine).
 //
 // Per round and tool (the order alternates every round; each tool gets topics of its own):
+//  0. wait until the stack is idle (the previous run's deleted partition directories removed, the
+//     brokers quiet: bench/support/mirroring.ts settleStack), noted with the time it took;
 //  1. T source topics × P partitions (message.timestamp.type --source-timestamps), and their
 //     destination twins with message.timestamp.type=LogAppendTime (created in requests as the
 //     product makes them);
@@ -57,6 +59,7 @@ import {
   result,
   round1,
   round2,
+  settleStack,
   stackUp,
   startCopier,
   sum,
@@ -177,6 +180,10 @@ interface Measured {
 }
 
 async function measure(tool: Tool, r: number): Promise<Measured> {
+  // Each tool starts on an idle stack: the previous run's 2 × 2,000 deleted partition directories
+  // removed and the brokers quiet (bench/support/mirroring.ts settleStack).
+  const settled = await settleStack();
+  note(`${tool} round ${r + 1}: the stack ${settled.settled ? 'settled' : 'did NOT settle'} in ${round1(settled.waitedMs / 1000)} s before the run`);
   const prefix = `${run}-${tool}-${r}`;
   const topics = range(topicCount).map((i) => `${prefix}-${String(i).padStart(4, '0')}`);
   const specs = (configs: Record<string, string>) => topics.map((topic) => ({ topic, partitions: partitionCount, replicationFactor: 1, configs }));

@@ -3,6 +3,7 @@
 // source fill (ProducerPerformance), the copier in a process of its own (scripts/copy-topic.ts) and
 // the yardstick — the destination's end offsets polled from outside until every record is there.
 import { spawnSync } from 'node:child_process';
+import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Admin, Kafka } from 'kafkajs';
@@ -15,11 +16,11 @@ import { createKafka } from '../../kafka/connection.ts';
 import { IsolationLevel, RawCluster } from '../../kafka/protocol.ts';
 import { runCopyTopic, type CopyTopicProcess } from '../../scripts/copy-topic-process.ts';
 import type { CopyTopicArgs } from '../../scripts/copy-topic.ts';
-import { connectionFor } from '../../scripts/stack/kafka.ts';
+import { brokerPids, connectionFor, dataDirs } from '../../scripts/stack/kafka.ts';
 import { databaseUrl } from '../../scripts/stack/postgres.ts';
 import { projectRoot } from '../../scripts/stack/topology.ts';
 import { producerPerformance, type ProducerPerfResult } from './kafka-tools.ts';
-import { cpuSplit } from './proc-cpu.ts';
+import { cpuSeconds, cpuSplit } from './proc-cpu.ts';
 
 /** A `RESULT name=value [unit]` line on stdout: what a benchmark reports. */
 export const result = (name: string, value: number | string, unit = ''): void => {
@@ -36,6 +37,30 @@ export const median = (xs: readonly number[]): number => {
 };
 export const sum = (m: ReadonlyMap<number, bigint>): bigint => [...m.values()].reduce((a, b) => a + b, 0n);
 export const range = (n: number): number[] => Array.from({ length: n }, (_, i) => i);
+
+/**
+ * Wait until the stack is idle before a tool is measured: the partition directories of deleted
+ * topics are gone from every broker's log directory (Kafka renames them `…-delete` and removes them
+ * in the background) and the brokers use less than a tenth of a core over 2 s. A tool measured
+ * right after another would otherwise share the machine with that cleanup. Returns the wait in ms
+ * (also when the stack did not settle within `timeoutMs`: the caller notes it).
+ */
+export async function settleStack(timeoutMs = 180_000): Promise<{ waitedMs: number; settled: boolean }> {
+  const started = Date.now();
+  const pending = (): number => (['source', 'dest'] as const).flatMap((c) => dataDirs(c)).reduce((n, dir) => n + readdirSync(dir).filter((e) => e.endsWith('-delete')).length, 0);
+  const brokers = [...brokerPids('source'), ...brokerPids('dest')];
+  const brokerCpu = (): number => brokers.reduce((n, pid) => n + cpuSeconds(pid), 0);
+  while (Date.now() - started < timeoutMs) {
+    if (pending() === 0) {
+      const before = brokerCpu();
+      await sleep(2_000);
+      if ((brokerCpu() - before) / 2 < 0.1) return { waitedMs: Date.now() - started, settled: true };
+    } else {
+      await sleep(1_000);
+    }
+  }
+  return { waitedMs: Date.now() - started, settled: false };
+}
 
 /** `npm run stack -- up --quiet`: the benchmark's clusters, Postgres and Temporal. Exits on failure. */
 export function stackUp(): void {

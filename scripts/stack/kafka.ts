@@ -268,6 +268,13 @@ function clusterId(cluster: ClusterName): string {
   return readFileSync(file, 'utf8').trim();
 }
 
+/** The log directories of a cluster's nodes that exist (benchmarks watch deletions finish there). */
+export function dataDirs(cluster: ClusterName): string[] {
+  return nodesOf(cluster, MAX_NODES)
+    .map((n) => join(n.dir, 'data'))
+    .filter((d) => existsSync(d));
+}
+
 export function runningNodes(cluster: ClusterName): number {
   return brokerPids(cluster).length;
 }
