@@ -2,14 +2,15 @@
 // killed with SIGKILL while it copies. A restarted worker, or a second worker already polling,
 // takes the partitions over (the lease keeps one writer), the destination ends record-by-record
 // equal to the source with no duplicate, and the stall — from the kill until the destination
-// moves again while a producer writes steadily — is measured and printed.
+// moves again while a producer writes steadily — is measured and printed; the survivor's metrics
+// count the partitions it took over.
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { awaitOperation, startOperation } from '../client/index.ts';
 import { verifyPartition } from '../kafka/verify.ts';
 import { start, type Child } from './support/child.ts';
 import { controlPlane, type ControlPlane } from './support/control-plane.ts';
 import { messages, steadyWriter } from './support/mirror-fixture.ts';
-import { randomName, stackConfigEnv } from './support/stack.ts';
+import { closedPort, randomName, stackConfigEnv } from './support/stack.ts';
 
 let t: ControlPlane;
 const workers: Child[] = [];
@@ -29,13 +30,22 @@ afterEach(async () => {
 });
 afterAll(async () => t?.close());
 
-/** A worker process (node + tsx, as `npm start` runs it) on the test's database and task queue. */
-async function startWorker(): Promise<Child> {
-  const env = { ...process.env, ...stackConfigEnv({ DATABASE_URL: t.databaseUrl, TEMPORAL_TASK_QUEUE: t.taskQueue, KMIRROR_LOG_LEVEL: 'info' }) };
+/** A worker process (node + tsx, as `npm start` runs it) on the test's database and task queue,
+ *  serving its metrics on a port of its own (`metricsPort`). */
+async function startWorker(): Promise<Child & { metricsPort: number }> {
+  const metricsPort = await closedPort();
+  const env = { ...process.env, ...stackConfigEnv({ DATABASE_URL: t.databaseUrl, TEMPORAL_TASK_QUEUE: t.taskQueue, KMIRROR_LOG_LEVEL: 'info', KMIRROR_METRICS_PORT: String(metricsPort) }) };
   const child = start(process.execPath, ['--import', 'tsx', 'worker.ts'], { env });
   workers.push(child);
   await child.waitForLog((e) => e.msg === 'worker running', 60_000);
-  return child;
+  return Object.assign(child, { metricsPort });
+}
+
+/** A counter's value on a worker's /metrics (0 when the series is absent). */
+async function counter(port: number, series: string): Promise<number> {
+  const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+  const line = text.split('\n').find((l) => l.startsWith(`${series} `));
+  return line === undefined ? 0 : Number(line.slice(series.length + 1));
 }
 
 const sum = (values: Iterable<bigint>) => [...values].reduce((a, b) => a + b, 0n);
@@ -93,7 +103,7 @@ describe('a worker killed while it copies', () => {
   it('two workers, kill -9 the one holding the lease: the other takes the partitions over; the stall is measured', async () => {
     const a = await startWorker();
     const b = await startWorker();
-    const { topic } = await mirrorTopic(4);
+    const { mirror, topic } = await mirrorTopic(4);
     const writer = steadyWriter(t.sourceKafka, topic, 4);
     await expect.poll(async () => sum((await t.dest.listOffsets(topic, all(4), 'latest')).values()), { timeout: 30_000 }).toBeGreaterThan(200n);
     const holder = await leaseHolderPid(topic);
@@ -106,6 +116,8 @@ describe('a worker killed while it copies', () => {
     const stall = watchStall(topic, 4, killedAt, () => settled);
     // The survivor takes the lease over and the destination catches up with the writer.
     await expect.poll(() => leaseHolderPid(topic), { timeout: 60_000 }).toBe(survivor.process.pid);
+    // The survivor counts the four partitions it took from an owner whose lease had expired.
+    await expect.poll(() => counter(survivor.metricsPort, `kmirror_lease_takeovers_total{mirror="${mirror}"}`), { timeout: 20_000 }).toBe(4);
     await new Promise((r) => setTimeout(r, 3_000));
     const sent = await writer.stop();
     await expect.poll(async () => sum((await t.dest.listOffsets(topic, all(4), 'latest')).values()), { timeout: 60_000 }).toBe(BigInt(sent));

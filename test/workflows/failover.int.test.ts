@@ -13,6 +13,7 @@ import { recordChecksum, verifyPartition } from '../../kafka/verify.ts';
 import { decodeRecords } from '../../kafka/wire.ts';
 import { statusQuery } from '../../workflows/messages.ts';
 import { mirrorStreamId } from '../../domain/events.ts';
+import { readStream } from '../../db/event-store/read-stream.ts';
 import { controlPlane, operationsOn, type ControlPlane } from '../support/control-plane.ts';
 import { fetchBatches, messages, sendAll } from '../support/mirror-fixture.ts';
 import { destAppConnection, randomName, sourceConnection } from '../support/stack.ts';
@@ -73,9 +74,17 @@ describe('failover', () => {
 
   it('bad requests: unknown topic, a topic already stopped, no selection', async () => {
     const { mirror, topic } = await mirrored(1, 10);
+    // The log apart from the positions the runner records as it copies.
+    const decisions = async () => (await readStream(t.db, mirrorStreamId(mirror))).filter((e) => e.type !== 'PartitionPositionRecorded').map((e) => e.type);
+    const before = await decisions();
     expect(await refusal('failover', { mirror, topics: ['nope'] })).toMatchObject({ code: 'TOPIC_NOT_IN_CLUSTER_MIRROR' });
     expect(await refusal('failover', { mirror } as OperationInputs['failover'])).toMatchObject({ code: 'INVALID_ARGUMENT' });
     expect(await refusal('failover', { mirror, include: ['('] })).toMatchObject({ code: 'INVALID_TOPIC_PATTERN' });
+    expect(await refusal('failover', { mirror, topics: [topic, 'nope'] })).toMatchObject({ code: 'TOPIC_NOT_IN_CLUSTER_MIRROR' });
+    expect(await refusal('failback', { mirror })).toMatchObject({ code: 'MIRROR_TOPIC_NOT_STOPPED' });
+    // Nothing half-applied: no event, the partition still MIRRORING.
+    expect(await decisions()).toEqual(before);
+    expect((await t.db.selectFrom('mirror_partitions').select('state').where('mirror', '=', mirror).execute()).map((r) => r.state)).toEqual(['MIRRORING']);
     await run('failover', { mirror, topics: [topic] });
     // Run again: everything is STOPPED already; it completes without changing anything.
     expect(await run('failover', { mirror, topics: [topic] })).toMatchObject({ states: { STOPPED: 1 } });
