@@ -122,6 +122,30 @@ export async function startOperation<O extends Operation>(temporal: TemporalClie
   });
 }
 
+/**
+ * The settings a running operation was started with that differ from `input` (top-level fields,
+ * `actor` and `reason` aside: who asks does not change what is done). A repeated request joins the
+ * running workflow (same id); when its settings differ — another `--timeout`, say — the running
+ * one's apply, and the caller should say so. Empty when they are the same (or cannot be read).
+ */
+export async function differingSettings<O extends Operation>(temporal: TemporalClient, handle: WorkflowHandleWithFirstExecutionRunId, input: OperationInputs[O]): Promise<string[]> {
+  try {
+    const { history } = await temporal.client.workflowService.getWorkflowExecutionHistory({
+      namespace: temporal.client.options.namespace,
+      execution: { workflowId: handle.workflowId, runId: handle.firstExecutionRunId },
+      maximumPageSize: 1,
+    });
+    const payload = history?.events?.[0]?.workflowExecutionStartedEventAttributes?.input?.payloads?.[0];
+    if (!payload) return [];
+    const running = defaultPayloadConverter.fromPayload(payload as Payload) as Record<string, unknown>;
+    const asked = input as unknown as Record<string, unknown>;
+    const keys = new Set([...Object.keys(running), ...Object.keys(asked)].filter((k) => k !== 'actor' && k !== 'reason'));
+    return [...keys].filter((k) => JSON.stringify(running[k]) !== JSON.stringify(asked[k])).sort();
+  } catch {
+    return [];
+  }
+}
+
 /** An activity an operation is waiting on, with its last heartbeat (what a long wait waits for:
  *  the ISR wait heartbeats the partitions and brokers it lacks). */
 export interface PendingActivity {

@@ -2,7 +2,7 @@
 // shows its progress on a terminal, and prints the result when the workflow has completed.
 // --no-wait prints the workflow id at once.
 import { Command, InvalidArgumentError, Option } from 'commander';
-import { awaitOperation, startOperation, workflowUrl, type OperationInputs, type OperationResults } from '../../client/index.ts';
+import { awaitOperation, differingSettings, startOperation, workflowUrl, type OperationInputs, type OperationResults } from '../../client/index.ts';
 import { KmirrorError } from '../../domain/errors.ts';
 import { RECORDS_LOST_POLICIES, type RecordsLostPolicy } from '../../domain/commands.ts';
 import { runnerWorkflowId, type Operation } from '../../workflows/messages.ts';
@@ -34,6 +34,9 @@ async function operate<O extends Operation>(ctx: CliContext, operation: O, input
   const temporal = await ctx.temporal();
   const handle = await startOperation(temporal, operation, input);
   const url = workflowUrl(ctx.uiUrl, ctx.config.temporal.namespace, handle.workflowId);
+  // The same request for the same partitions joins the running workflow; its settings apply.
+  const differing = await differingSettings(temporal, handle, input);
+  if (differing.length > 0) ctx.note(`joined workflow ${handle.workflowId}, already running the same request with other settings (${differing.join(', ')}): its settings apply; wait for it, or cancel it in the Temporal UI and run this again`);
   if (!options.wait) {
     if (ctx.json) ctx.printJson({ workflowId: handle.workflowId, runId: handle.firstExecutionRunId, url });
     else ctx.print(`started ${operation} as workflow ${handle.workflowId}\n  ${url}`);
@@ -75,7 +78,8 @@ function printStop(ctx: CliContext, r: StopTopicsResult): void {
   const unknown = r.partitions.some((p) => p.recordsBehind === null);
   ctx.print(
     table(
-      ['TOPIC', 'PARTITION', 'STATE', 'DEST END', 'SOURCE END', 'BEHIND', 'SOURCE TXN'],
+      // A run reports each partition's state before it stopped them (the summary line says what they are now).
+      ['TOPIC', 'PARTITION', r.dryRun ? 'STATE' : 'WAS', 'DEST END', 'SOURCE END', 'BEHIND', 'SOURCE TXN'],
       r.partitions.map((p) => [p.topic, String(p.partition), p.state, p.destinationEnd ?? '?', p.sourceEnd ?? '?', p.recordsBehind ?? '?', p.transactionOpenOnSource === null ? '?' : p.transactionOpenOnSource ? 'open' : '']),
     ),
   );

@@ -562,6 +562,9 @@ describe('kmirror lifecycle', () => {
     expect.soft(failover.code, ended(failover)).toBe(0);
     expect(failover.stdout).toMatch(new RegExp(`failover: ${PARTITIONS} STOPPED in [\\d.]+ s; records behind the source \\(RPO\\): 0`));
     expect(failover.stdout).toContain("writable: DENY WRITE lifted for User:app");
+    // Per partition, the state it was in before the failover stopped it.
+    expect(failover.stdout).toMatch(/^TOPIC +PARTITION +WAS +DEST END +SOURCE END +BEHIND +SOURCE TXN$/m);
+    expect(failover.stdout).toMatch(new RegExp(`^${escape(topic)} +0 +MIRRORING +\\d+ +\\d+ +0`, 'm'));
 
     // The new primary takes writes; the old one comes back and mirrors them.
     const app = t.destKafka.producer({ idempotent: true, maxInFlightRequests: 1 });
@@ -721,6 +724,11 @@ describe('kmirror lifecycle', () => {
     const first = await kmirrorJson<Started>('promote', m, '--all-topics', '--no-wait');
     const second = await kmirrorJson<Started>('promote', m, '--all-topics', '--no-wait', '--actor', 'someone-else');
     expect(second).toMatchObject({ workflowId: first.workflowId, runId: first.runId });
+    expect(runs.at(-1)!.stderr).not.toContain('joined workflow'); // who asks differs, not what is asked
+    // Another timeout joins too, and the CLI says the running promote's settings apply.
+    const third = await kmirror('promote', m, '--all-topics', '--no-wait', '--timeout', '30m', '--json');
+    expect(JSON.parse(third.stdout)).toMatchObject({ workflowId: first.workflowId, runId: first.runId });
+    expect(third.stderr).toContain(`joined workflow ${first.workflowId}, already running the same request with other settings (timeoutSeconds): its settings apply`);
     // Its progress query shows what it waits for, per partition, with both ends.
     const promoting = t.temporal.client.workflow.getHandle(first.workflowId);
     await expect.poll(async () => (await promoting.query(progressQuery)).step, { timeout: 20_000 }).toBe('waiting until the destination has everything the source has');
