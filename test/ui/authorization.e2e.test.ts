@@ -6,7 +6,8 @@
 import { WorkflowFailedError } from '@temporalio/client';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { awaitOperation, startOperation } from '../../client/index.ts';
+import { awaitOperation, startOperation, type OperationInputs } from '../../client/index.ts';
+import { Operations, type Operation } from '../../workflows/messages.ts';
 import { changeGrant } from '../../db/acl-store.ts';
 import { readStream } from '../../db/event-store/read-stream.ts';
 import { AUTHORIZATION_STREAM } from '../../domain/authorization.ts';
@@ -126,5 +127,35 @@ describe('authorization (KMIRROR_AUTHORIZATION=true)', () => {
     expect(real.code).toBe(1);
     expect(JSON.parse(real.stdout)).toMatchObject({ error: { code: 'CLUSTER_MIRROR_AUTHORIZATION_FAILED', message: expect.stringContaining(`dana may not run failover: missing ALTER on CLUSTER_MIRROR ${mirror}`) } });
     expect((await readStream(t.db, mirrorStreamId(mirror))).filter((e) => e.type === 'PartitionStopRequested')).toEqual([]);
+  });
+
+  it('every operation workflow refuses an actor without grants before it does anything: the code, one OperationRefused event each, the mirror untouched', async () => {
+    const actor = randomName('nobody');
+    const fresh = randomName('acl-new');
+    const requests: { [O in Operation]: OperationInputs[O] } = {
+      createMirror: { mirror: fresh, sourceCluster: 'src', destinationCluster: 'dst', actor },
+      startTopics: { mirror, topics: [topic], actor },
+      pauseTopics: { mirror, allTopics: true, actor },
+      resumeTopics: { mirror, allTopics: true, actor },
+      failover: { mirror, allTopics: true, actor },
+      promote: { mirror, allTopics: true, actor },
+      retryPartitions: { mirror, actor },
+      deleteMirror: { mirror, actor },
+      failback: { mirror, actor },
+    };
+    const decisions = async () => (await readStream(t.db, mirrorStreamId(mirror))).filter((e) => e.type !== 'PartitionPositionRecorded').map((e) => e.type);
+    const before = await decisions();
+    for (const operation of Operations) {
+      const refused = await awaitOperation(await startOperation(t.temporal, operation, requests[operation] as never)).then(
+        () => undefined,
+        (err: unknown) => err as { code?: string; message?: string },
+      );
+      expect(refused, operation).toMatchObject({ code: 'CLUSTER_MIRROR_AUTHORIZATION_FAILED', message: expect.stringContaining(`${actor} may not run ${operation}`) });
+    }
+    const refusals = (await readStream(t.db, AUTHORIZATION_STREAM)).filter((e) => e.type === 'OperationRefused' && (e.data as { principal: string }).principal === actor);
+    expect(refusals.map((e) => (e.data as { workflow: string }).workflow).sort()).toEqual([...Operations].sort());
+    expect(await decisions()).toEqual(before);
+    expect(await readStream(t.db, mirrorStreamId(fresh))).toEqual([]);
+    expect((await t.db.selectFrom('mirror_partitions').select('state').where('mirror', '=', mirror).execute()).map((r) => r.state)).toEqual(['MIRRORING']);
   });
 });
