@@ -36,9 +36,11 @@ async function operate<O extends Operation>(ctx: CliContext, operation: O, input
   const url = workflowUrl(ctx.uiUrl, ctx.config.temporal.namespace, handle.workflowId);
   // The same request for the same partitions joins the running workflow; its settings apply.
   const differing = await differingSettings(temporal, handle, input);
+  // --json says it too, for scripts: the settings in which the running request differs.
+  const joined = differing.length > 0 ? { joinedWithOtherSettings: differing } : {};
   if (differing.length > 0) ctx.note(`joined workflow ${handle.workflowId}, already running the same request with other settings (${differing.join(', ')}): its settings apply; wait for it, or cancel it in the Temporal UI and run this again`);
   if (!options.wait) {
-    if (ctx.json) ctx.printJson({ workflowId: handle.workflowId, runId: handle.firstExecutionRunId, url });
+    if (ctx.json) ctx.printJson({ workflowId: handle.workflowId, runId: handle.firstExecutionRunId, url, ...joined });
     else ctx.print(`started ${operation} as workflow ${handle.workflowId}\n  ${url}`);
     return undefined;
   }
@@ -61,7 +63,7 @@ async function operate<O extends Operation>(ctx: CliContext, operation: O, input
   }).finally(() => {
     if (tty && last !== '') ctx.output.stderr('\r\x1b[K');
   });
-  if (ctx.json) ctx.printJson({ workflowId: handle.workflowId, url, result });
+  if (ctx.json) ctx.printJson({ workflowId: handle.workflowId, url, ...joined, result });
   else ctx.note(`workflow ${handle.workflowId}: ${url}`);
   return result;
 }

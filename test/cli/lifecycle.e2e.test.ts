@@ -727,7 +727,7 @@ describe('kmirror lifecycle', () => {
     expect(runs.at(-1)!.stderr).not.toContain('joined workflow'); // who asks differs, not what is asked
     // Another timeout joins too, and the CLI says the running promote's settings apply.
     const third = await kmirror('promote', m, '--all-topics', '--no-wait', '--timeout', '30m', '--json');
-    expect(JSON.parse(third.stdout)).toMatchObject({ workflowId: first.workflowId, runId: first.runId });
+    expect(JSON.parse(third.stdout)).toEqual({ workflowId: first.workflowId, runId: first.runId, url: expect.any(String), joinedWithOtherSettings: ['timeoutSeconds'] });
     expect(third.stderr).toContain(`joined workflow ${first.workflowId}, already running the same request with other settings (timeoutSeconds): its settings apply`);
     // Its progress query shows what it waits for, per partition, with both ends.
     const promoting = t.temporal.client.workflow.getHandle(first.workflowId);
