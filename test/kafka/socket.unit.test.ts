@@ -3,7 +3,6 @@
 import { createRequire } from 'node:module';
 import net from 'node:net';
 import tls from 'node:tls';
-import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -13,6 +12,7 @@ import { describe, expect, it } from 'vitest';
 import { BufferPool } from '../../kafka/buffer-pool.ts';
 import { MAX_RESPONSE_BYTES, ResponseFramer, socketFactory } from '../../kafka/socket.ts';
 import '../../kafka/protocol.ts';
+import { ensureStackTls } from '../../scripts/stack/tls.ts';
 
 const require = createRequire(import.meta.url);
 
@@ -106,20 +106,21 @@ describe('socketFactory (a real loopback connection)', () => {
   });
 });
 
-describe('socketFactory over TLS (a real loopback connection, a throwaway certificate)', () => {
+describe('socketFactory over TLS (a real loopback connection, a throwaway CA and certificate)', () => {
   it('connects with the given TLS options and delivers the bytes as Node reads them', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'kmirror-tls-'));
     try {
-      const [key, cert] = [join(dir, 'key.pem'), join(dir, 'cert.pem')];
-      execFileSync('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', key, '-out', cert, '-days', '1', '-subj', '/CN=localhost', '-addext', 'subjectAltName=IP:127.0.0.1'], { stdio: 'ignore' });
+      // The local stack's CA and broker certificate, made the way the stack makes them.
+      const { caFile, brokerKeystore } = ensureStackTls(dir);
+      const keystore = readFileSync(brokerKeystore); // the key, then the certificate chain
       const response = frame(5, randomBytes(300_000));
-      const server = tls.createServer({ key: readFileSync(key), cert: readFileSync(cert) }, (s) => s.end(response));
+      const server = tls.createServer({ key: keystore, cert: keystore }, (s) => s.end(response));
       server.listen(0, '127.0.0.1');
       await once(server, 'listening');
       try {
         const { port } = server.address() as net.AddressInfo;
         let connected = false;
-        const socket = socketFactory({ host: '127.0.0.1', port, ssl: { ca: [readFileSync(cert)] }, onConnect: () => (connected = true) });
+        const socket = socketFactory({ host: '127.0.0.1', port, ssl: { ca: [readFileSync(caFile)] }, onConnect: () => (connected = true) });
         const got: Buffer[] = [];
         socket.on('data', (d: Buffer) => got.push(d));
         await once(socket, 'end');
