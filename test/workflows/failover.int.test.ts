@@ -26,6 +26,9 @@ afterAll(async () => t?.close());
 
 const all = (n: number) => Array.from({ length: n }, (_, i) => i);
 const { run, refusal, ends, mirrored } = operationsOn(() => t);
+/** The mirror's log apart from the positions the runner records as it copies: its decisions. */
+const decisions = async (mirror: string) => (await readStream(t.db, mirrorStreamId(mirror))).filter((e) => e.type !== 'PartitionPositionRecorded').map((e) => e.type);
+const partitionStates = async (mirror: string) => (await t.db.selectFrom('mirror_partitions').select('state').where('mirror', '=', mirror).orderBy('topic').orderBy('partition').execute()).map((r) => r.state);
 
 describe('failover', () => {
   it('dry run changes nothing; failover stops the copies, records the positions, and makes the topics writable', async () => {
@@ -65,8 +68,12 @@ describe('failover', () => {
     const { mirror } = await mirrored(2, 100, { sourceCluster: 'fragile' });
     // The source "goes away": its registered address now leads nowhere.
     await changeClusterConnection(t.db, t.config.secretKey, { cluster: 'fragile', connection: { bootstrap: ['127.0.0.1:1'], securityProtocol: 'PLAINTEXT' } }, { actor: 'test' });
+    const before = await decisions(mirror);
     const refused = await refusal('promote', { mirror, allTopics: true });
     expect(refused).toMatchObject({ code: 'CLUSTER_UNREACHABLE', message: expect.stringContaining('failover') });
+    // Nothing half-applied: no event, every partition still MIRRORING.
+    expect(await decisions(mirror)).toEqual(before);
+    expect(await partitionStates(mirror)).toEqual(['MIRRORING', 'MIRRORING']);
     const result = await run('failover', { mirror, allTopics: true });
     expect(result).toMatchObject({ source: { reachable: false }, states: { STOPPED: 2 } });
     expect(result.partitions.map((p) => p.recordsBehind)).toEqual([null, null]);
@@ -74,17 +81,15 @@ describe('failover', () => {
 
   it('bad requests: unknown topic, a topic already stopped, no selection', async () => {
     const { mirror, topic } = await mirrored(1, 10);
-    // The log apart from the positions the runner records as it copies.
-    const decisions = async () => (await readStream(t.db, mirrorStreamId(mirror))).filter((e) => e.type !== 'PartitionPositionRecorded').map((e) => e.type);
-    const before = await decisions();
+    const before = await decisions(mirror);
     expect(await refusal('failover', { mirror, topics: ['nope'] })).toMatchObject({ code: 'TOPIC_NOT_IN_CLUSTER_MIRROR' });
     expect(await refusal('failover', { mirror } as OperationInputs['failover'])).toMatchObject({ code: 'INVALID_ARGUMENT' });
     expect(await refusal('failover', { mirror, include: ['('] })).toMatchObject({ code: 'INVALID_TOPIC_PATTERN' });
     expect(await refusal('failover', { mirror, topics: [topic, 'nope'] })).toMatchObject({ code: 'TOPIC_NOT_IN_CLUSTER_MIRROR' });
     expect(await refusal('failback', { mirror })).toMatchObject({ code: 'MIRROR_TOPIC_NOT_STOPPED' });
     // Nothing half-applied: no event, the partition still MIRRORING.
-    expect(await decisions()).toEqual(before);
-    expect((await t.db.selectFrom('mirror_partitions').select('state').where('mirror', '=', mirror).execute()).map((r) => r.state)).toEqual(['MIRRORING']);
+    expect(await decisions(mirror)).toEqual(before);
+    expect(await partitionStates(mirror)).toEqual(['MIRRORING']);
     await run('failover', { mirror, topics: [topic] });
     // Run again: everything is STOPPED already; it completes without changing anything.
     expect(await run('failover', { mirror, topics: [topic] })).toMatchObject({ states: { STOPPED: 1 } });
@@ -283,7 +288,12 @@ describe('retry and delete', () => {
 
   it('delete is refused while a partition is not STOPPED; after a failover it deletes and stops the runner; the name can be used again', async () => {
     const { mirror, topic } = await mirrored(1, 10);
+    const before = await decisions(mirror);
     expect(await refusal('deleteMirror', { mirror })).toMatchObject({ code: 'CLUSTER_MIRROR_NOT_EMPTY', message: expect.stringContaining('MIRRORING') });
+    // Nothing half-applied: no event, the runner still running, the partition still MIRRORING.
+    expect(await decisions(mirror)).toEqual(before);
+    expect(await partitionStates(mirror)).toEqual(['MIRRORING']);
+    expect((await t.temporal.client.workflow.getHandle(`mirror:${mirror}`).describe()).status.name).toBe('RUNNING');
     await run('failover', { mirror, topics: [topic] });
     expect(await run('deleteMirror', { mirror, reason: 'done' })).toEqual({ mirror, deleted: true });
     const runner = await t.temporal.client.workflow.getHandle(`mirror:${mirror}`).describe();
