@@ -12,6 +12,7 @@ import { ALIGNMENT_HEADER, copy, type MirroredPosition } from '../../kafka/copie
 import { recordChecksum } from '../../kafka/verify.ts';
 import { decodeRecords, encodeBatch } from '../../kafka/wire.ts';
 import { createPartitionLease } from '../../db/leases.ts';
+import type { PartitionLease } from '../../kafka/lease.ts';
 import { allPartitions as all, fetchBatches, messages, sendAll, useMirrorFixture, type MirrorFixture } from '../support/mirror-fixture.ts';
 import { randomName } from '../support/stack.ts';
 import { stackDir } from '../../scripts/stack/topology.ts';
@@ -622,6 +623,25 @@ describe('one writer per partition', () => {
     await producer.send({ topic, messages: [{ value: 'after' }] });
     await new Promise((r) => setTimeout(r, 1_500));
     expect(await f.dest.listOffsets(topic, [0], 'latest')).toEqual(new Map([[0, 1n]]));
+  });
+
+  it('the lease is checked before every produce request, not once per fetched answer: one that expires mid-answer stops the next request', async () => {
+    const topic = await f.topicPair();
+    const producer = await f.producer();
+    // 40 source batches of 5 records, fetched in one answer; unmerged, each is a round of its own
+    // and so a produce request of its own (one partition, one destination leader).
+    for (let i = 0; i < 40; i++) await producer.send({ topic, messages: messages(5, 1, { from: i * 5 }) });
+    const real = f.lease(topic, [0]);
+    let checks = 0;
+    // The real lease (acquired, renewed in Postgres), but it reads as expired from the 11th check on,
+    // as if a renewal had hung past its validity while the answer was being written.
+    const lease: PartitionLease = { ...real, validUntil: () => (++checks > 10 ? 0 : real.validUntil()) };
+    const result = await f.copy({ topic, partitions: [0], lease, options: { mergeBatchBytes: 0, maxInFlight: 1 } });
+    expect(result.leaseLost).toMatchObject({ code: 'LEASE_LOST', message: expect.stringContaining('expired') });
+    // Ten requests of 5 records went out; the eleventh check refused the rest of the same answer.
+    expect(checks).toBe(11);
+    expect(await f.dest.listOffsets(topic, [0], 'latest')).toEqual(new Map([[0, 50n]]));
+    await real.release().catch(() => undefined);
   });
 });
 
