@@ -279,7 +279,7 @@ export function createKafkaAdminActivities(deps: { readonly db: Db; readonly cli
     /** Give a destination mirror topic the source's new partition count (before the mirror records it). */
     async growDestinationTopic(input: { readonly mirror: string; readonly topic: ResolvedTopic }): Promise<void> {
       const destination = await destinationOf(input.mirror);
-      const current = (await destination.raw.partitions(input.topic.topic, true)).length;
+      const current = (await destination.raw.partitions(input.topic.topic)).length;
       if (current >= input.topic.partitionCount) return;
       try {
         await destination.admin.createPartitions({ topicPartitions: [{ topic: input.topic.topic, count: input.topic.partitionCount }] });

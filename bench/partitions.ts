@@ -31,7 +31,8 @@
 //
 //   npm run bench -- partitions [--topics 200] [--partitions-per-topic 10] [--mib-per-s 20]
 //        [--seconds 60] [--warmup-seconds 5] [--record-bytes 1024] [--linger-ms 50] [--rounds 2] [--mm2-tasks 2] [--kmirror-copiers 3]
-//        [--tools kmirror,mm2]   (also kmirror-sessionless: the copier without incremental fetch sessions)
+//        [--tools kmirror,mm2]   (also kmirror-b: the copier with --kmirror-b-options, for an A/B)
+//        [--kmirror-b-options JSON]   copy options of kmirror-b over the defaults, e.g. '{"fetchSessions":false}'
 //        [--source-timestamps CreateTime|LogAppendTime]
 //   The 12-partition lag of issue #12: --topics 1 --partitions-per-topic 12 --linger-ms 1 --seconds 30
 //
@@ -44,6 +45,7 @@ import { fileURLToPath } from 'node:url';
 import { benchArgs, usageError } from './support/args.ts';
 import { createTopicsAndWait, deleteTopicsAndWait } from '../kafka/admin.ts';
 import { createBatches } from '../kafka/mirror-topics.ts';
+import { defaultCopyOptions, type CopyOptions } from '../kafka/copier.ts';
 import { brokerPids } from '../scripts/stack/kafka.ts';
 import { ensureConfluentKafka } from '../scripts/stack/python.ts';
 import { KAFKA_VERSION } from '../scripts/stack/topology.ts';
@@ -82,6 +84,7 @@ const { values } = benchArgs(import.meta.url, {
     'mm2-tasks': { type: 'string', default: '2' },
     'kmirror-copiers': { type: 'string', default: '3' },
     tools: { type: 'string', default: 'kmirror,mm2' },
+    'kmirror-b-options': { type: 'string', default: '{}' },
     'source-timestamps': { type: 'string', default: 'CreateTime' },
   },
 });
@@ -102,7 +105,24 @@ const warmupSeconds = Number(values['warmup-seconds']);
 const loadRecords = recordsPerSec * (warmupSeconds + seconds);
 /** The copier process as in bench/throughput.ts, with the product's default fetch sizes. */
 const kmirror: CopierSettings = { budgetBytes: 64 * 2 ** 20, copiers: Number(values['kmirror-copiers']) };
+const kmirrorB: CopierSettings = { ...kmirror, options: parseCopyOptions(values['kmirror-b-options']!) };
 const steadyProducer = fileURLToPath(new URL('./support/steady-producer.py', import.meta.url));
+
+/** --kmirror-b-options: a JSON object of known copy options with values of the defaults' types. */
+function parseCopyOptions(text: string): Partial<CopyOptions> {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch (err) {
+    usageError(import.meta.url, `--kmirror-b-options: not JSON: ${(err as Error).message}`);
+  }
+  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) usageError(import.meta.url, '--kmirror-b-options: must be a JSON object');
+  for (const [key, value] of Object.entries(parsed)) {
+    if (!(key in defaultCopyOptions)) usageError(import.meta.url, `--kmirror-b-options: unknown copy option '${key}' (one of ${Object.keys(defaultCopyOptions).join(', ')})`);
+    if (typeof value !== typeof defaultCopyOptions[key as keyof CopyOptions]) usageError(import.meta.url, `--kmirror-b-options: ${key} must be a ${typeof defaultCopyOptions[key as keyof CopyOptions]}`);
+  }
+  return parsed as Partial<CopyOptions>;
+}
 
 stackUp();
 const clusters = await openClusters();
@@ -111,8 +131,8 @@ await migrateStackDatabase();
 const python = ensureConfluentKafka((line) => note(line));
 const run = `bench.partitions-${Date.now().toString(36)}`;
 
-/** kmirror-sessionless: the copier with incremental fetch sessions off (copier contract 11), for the A/B. */
-const TOOLS = ['kmirror', 'kmirror-sessionless', 'mm2'] as const;
+/** kmirror-b: the copier with --kmirror-b-options over the defaults, for an A/B against kmirror. */
+const TOOLS = ['kmirror', 'kmirror-b', 'mm2'] as const;
 type Tool = (typeof TOOLS)[number];
 const tools = values.tools.split(',').map((t) => {
   if (!(TOOLS as readonly string[]).includes(t)) usageError(import.meta.url, `--tools: unknown tool '${t}' (one of ${TOOLS.join(', ')})`);
@@ -193,7 +213,7 @@ async function measure(tool: Tool, r: number): Promise<Measured> {
   let stop: () => Promise<void>;
   let failed: () => string | undefined = () => undefined;
   if (tool !== 'mm2') {
-    const child = startCopier(topics, partitions, false, tool === 'kmirror' ? kmirror : { ...kmirror, options: { fetchSessions: false } });
+    const child = startCopier(topics, partitions, false, tool === 'kmirror' ? kmirror : kmirrorB);
     await child.started;
     pid = child.pid;
     stop = () => finishCopier(child, { terminate: true, budgetBytes: kmirror.budgetBytes });

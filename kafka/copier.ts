@@ -647,7 +647,7 @@ class Copier {
       const [destStart, srcStart, srcEnd, srcHighWatermark] = await pRetry(
         async () => {
           // Leaders may have moved (that is often why we resync): re-read them.
-          await Promise.all([source.partitions(topic, true), destination.partitions(topic, true)]);
+          await Promise.all([source.partitions(topic), destination.partitions(topic)]);
           return Promise.all([
             destination.listOffsets(topic, ps, 'earliest'),
             source.listOffsets(topic, ps, 'earliest'),

@@ -165,7 +165,7 @@ export async function inspectDestination(
       out.push({ topic: spec.topic, missing: true, nonEmptyPartitions: 0 });
       continue;
     }
-    const partitions = await destination.partitions(spec.topic, true);
+    const partitions = await destination.partitions(spec.topic);
     if (partitions.length !== spec.partitionCount) {
       throw new KmirrorError(
         'OFFSET_DIVERGENCE',
@@ -361,7 +361,7 @@ export async function isrStatus(destination: RawCluster, destAdmin: Admin, topic
   const waiting: string[] = [];
   const missing = new Set<number>();
   for (const topic of topics) {
-    for (const p of await destination.partitions(topic, true)) {
+    for (const p of await destination.partitions(topic)) {
       const absent = p.replicas.filter((r) => !p.isr.includes(r));
       if (absent.length > 0 || p.leader < 0) {
         waiting.push(`${topic}-${p.partitionId}`);

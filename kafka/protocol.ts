@@ -544,12 +544,15 @@ export class RawCluster {
   private readonly cluster: InternalCluster;
   private connected = false;
   /**
-   * Partition metadata per topic, read with a Metadata request for that topic alone. (kafkajs'
-   * cluster keeps one snapshot of all its "target topics", and once one of them is deleted every
-   * refresh fails with UNKNOWN_TOPIC_OR_PARTITION — a long-lived session would then be unable to
-   * look up any topic.) kafkajs' cluster metadata is used for the broker list only.
+   * The leader of every partition per topic (-1: none known), read with a Metadata request for that
+   * topic alone. (kafkajs' cluster keeps one snapshot of all its "target topics", and once one of
+   * them is deleted every refresh fails with UNKNOWN_TOPIC_OR_PARTITION — a long-lived session
+   * would then be unable to look up any topic.) Only leaders are kept: a copier of 500 partitions of
+   * topics of 10,000 would otherwise hold the full metadata (replicas, ISR) of all 10,000, and a
+   * worker runs one such cluster pair per copy activity. kafkajs' cluster is used for the broker
+   * list only (refreshBrokers).
    */
-  private readonly metadata = new Map<string, PartitionMetadata[]>();
+  private readonly leaders = new Map<string, Int32Array>();
 
   constructor(kafka: Kafka) {
     this.cluster = createCluster(kafka);
@@ -558,8 +561,20 @@ export class RawCluster {
   async connect(): Promise<void> {
     if (this.connected) return;
     await this.cluster.connect();
-    await this.cluster.refreshMetadata(); // loads the broker list (getNodeIds)
+    await this.refreshBrokers();
     this.connected = true;
+  }
+
+  /**
+   * Read the broker list (getNodeIds, findBroker). kafkajs can only ask for it with the metadata of
+   * every topic in the cluster (it sends an empty topic list as null, which means all), and would
+   * keep that snapshot — ~0.5 KiB per partition of the cluster, per RawCluster: 150 MiB in a
+   * process of 40 of them on a cluster of 10,000 partitions. The topics are dropped at once.
+   */
+  private async refreshBrokers(): Promise<void> {
+    await this.cluster.refreshMetadata();
+    const pool = (this.cluster as unknown as { brokerPool?: { metadata?: { topicMetadata?: unknown[] } } }).brokerPool;
+    if (pool?.metadata?.topicMetadata !== undefined) pool.metadata.topicMetadata = [];
   }
 
   async close(): Promise<void> {
@@ -569,18 +584,17 @@ export class RawCluster {
   }
 
   /**
-   * Partition metadata of a topic; refresh=true re-reads it from the cluster (after a leader move).
-   * A topic that does not exist is UNKNOWN_TOPIC; transient answers (no leader yet, a topic created
-   * a moment ago) are retried for up to `metadataWaitMs`.
+   * Partition metadata of a topic (leader, replicas, ISR), read from the cluster now; the leaders
+   * are kept for leaderOf. A topic that does not exist is UNKNOWN_TOPIC; transient answers (no
+   * leader yet, a topic created a moment ago) are retried for up to `metadataWaitMs`.
    */
-  async partitions(topic: string, refresh = false): Promise<PartitionMetadata[]> {
+  async partitions(topic: string): Promise<PartitionMetadata[]> {
     await this.connect();
-    let cached = this.metadata.get(topic);
-    if (!cached || refresh) {
-      cached = await this.readMetadata(topic);
-      this.metadata.set(topic, cached);
-    }
-    return cached;
+    const partitions = await this.readMetadata(topic);
+    const leaders = new Int32Array(partitions.reduce((n, p) => Math.max(n, p.partitionId + 1), 0)).fill(-1);
+    for (const p of partitions) leaders[p.partitionId] = p.leader;
+    this.leaders.set(topic, leaders);
+    return partitions;
   }
 
   private async readMetadata(topic: string, metadataWaitMs = 5_000): Promise<PartitionMetadata[]> {
@@ -596,7 +610,7 @@ export class RawCluster {
       } catch (err) {
         const { type, retriable } = err as { type?: string; retriable?: boolean };
         if (Date.now() >= deadline || !retriable) {
-          if (type === 'UNKNOWN_TOPIC_OR_PARTITION') this.metadata.delete(topic);
+          if (type === 'UNKNOWN_TOPIC_OR_PARTITION') this.leaders.delete(topic);
           throw type === 'UNKNOWN_TOPIC_OR_PARTITION'
             ? new KmirrorError('UNKNOWN_TOPIC', `topic '${topic}' does not exist on ${this.description()}`, { topic })
             : new KmirrorError('CLUSTER_UNREACHABLE', `metadata of '${topic}' from ${this.description()}: ${type ?? (err as Error).message}`, { topic }, { cause: err });
@@ -610,14 +624,19 @@ export class RawCluster {
     return `the cluster with brokers ${this.cluster.getNodeIds().join(', ')}`;
   }
 
+  /** The partition's leader as last read; refresh=true (after a leader move) reads it again. */
   async leaderOf(topic: string, partition: number, refresh = false): Promise<number> {
-    let meta = (await this.partitions(topic, refresh)).find((p) => p.partitionId === partition);
-    // A partition the cached metadata lacks may have been added since (the topic grew): re-read once.
-    if (!meta && !refresh) meta = (await this.partitions(topic, true)).find((p) => p.partitionId === partition);
-    if (!meta || meta.leader < 0) {
+    const leaderIn = (leaders: Int32Array | undefined) => (leaders !== undefined && partition < leaders.length ? leaders[partition]! : undefined);
+    let leader = refresh ? undefined : leaderIn(this.leaders.get(topic));
+    // A partition the cached leaders lack may have been added since (the topic grew): re-read once.
+    if (leader === undefined) {
+      await this.partitions(topic);
+      leader = leaderIn(this.leaders.get(topic));
+    }
+    if (leader === undefined || leader < 0) {
       throw new KmirrorError('CLUSTER_UNREACHABLE', `no leader for ${topic}-${partition}`, { topic, partition });
     }
-    return meta.leader;
+    return leader;
   }
 
   private async broker(nodeId: number): Promise<InternalBroker> {
@@ -626,7 +645,7 @@ export class RawCluster {
       return await this.cluster.findBroker({ nodeId });
     } catch {
       // A broker that joined after connect(): re-read the broker list once.
-      await this.cluster.refreshMetadata();
+      await this.refreshBrokers();
       return this.cluster.findBroker({ nodeId });
     }
   }
@@ -829,7 +848,7 @@ export class RawCluster {
       } catch (err) {
         if (attempt >= 5 || !isRetriableAnswer(err)) throw err;
         await new Promise((r) => setTimeout(r, 100 * 2 ** attempt));
-        await this.partitions(topic, true);
+        await this.partitions(topic);
       }
     }
   }

@@ -19,7 +19,8 @@ import { readCommitted, verifyPartition } from '../../kafka/verify.ts';
 import { run, start } from '../support/child.ts';
 import { cliEnv, controlPlane, type ControlPlane } from '../support/control-plane.ts';
 import { allPartitions, messages, sendAll } from '../support/mirror-fixture.ts';
-import { closedPort, destConnection, randomName, stackConfigEnv, stackEnv } from '../support/stack.ts';
+import { closedPort, destAppConnection, destConnection, randomName, stackConfigEnv, stackEnv, testClientOptions } from '../support/stack.ts';
+import { createKafka } from '../../kafka/connection.ts';
 import { clientProperties, kafkaJava } from '../../scripts/stack/kafka.ts';
 import { ensureStackTls } from '../../scripts/stack/tls.ts';
 import { sourceSaslSslPort, sourceSslPort } from '../../scripts/stack/topology.ts';
@@ -566,11 +567,31 @@ describe('kmirror lifecycle', () => {
     expect(failover.stdout).toMatch(/^TOPIC +PARTITION +WAS +DEST END +SOURCE END +BEHIND +SOURCE TXN$/m);
     expect(failover.stdout).toMatch(new RegExp(`^${escape(topic)} +0 +MIRRORING +\\d+ +\\d+ +0`, 'm'));
 
-    // The new primary takes writes; the old one comes back and mirrors them.
-    const app = t.destKafka.producer({ idempotent: true, maxInFlightRequests: 1 });
+    // The new primary serves the application (the `app` principal): a consumer group reads what a
+    // producer writes there. The old primary then comes back and mirrors those records.
+    const appKafka = createKafka(destAppConnection(), testClientOptions);
+    const consumer = appKafka.consumer({ groupId: randomName('app-group') });
+    const consumed: string[] = [];
+    await consumer.connect();
+    await consumer.subscribe({ topic, fromBeginning: false });
+    let assigned = false;
+    consumer.on(consumer.events.GROUP_JOIN, () => {
+      assigned = true;
+    });
+    await consumer.run({
+      eachMessage: async ({ message }) => {
+        consumed.push(String(message.key));
+      },
+    });
+    await expect.poll(() => assigned, { timeout: 30_000 }).toBe(true);
+    const app = appKafka.producer({ idempotent: true, maxInFlightRequests: 1 });
     await app.connect();
-    await sendAll(app, topic, messages(30, PARTITIONS, { from: 100_000 }));
+    const written = messages(30, PARTITIONS, { from: 100_000 });
+    await sendAll(app, topic, written);
     await app.disconnect();
+    await expect.poll(() => consumed.length, { timeout: 30_000 }).toBe(30);
+    await consumer.disconnect();
+    expect(consumed.sort()).toEqual(written.map((m) => String(m.key)).sort());
     type Failback = { result: { reverseMirror: string; dryRun: boolean; topics: { topic: string; action: string }[] } };
     const reverse = `${mirror}-reverse`;
     expect((await kmirrorJson<Failback>('failback', mirror, '--dry-run')).result).toMatchObject({ reverseMirror: reverse, dryRun: true, topics: [{ topic, action: 'continue' }] });
@@ -579,6 +600,8 @@ describe('kmirror lifecycle', () => {
     expect(failback.stdout).toContain(`the old primary now mirrors the new one through ${reverse}; when its lag is 0: kmirror promote ${reverse} --all-topics`);
     const all = allPartitions(PARTITIONS);
     await expect.poll(async () => [...(await t.source.listOffsets(topic, all, 'latest')).values()], { timeout: 60_000, interval: 500 }).toEqual([...(await t.dest.listOffsets(topic, all, 'latest')).values()]);
+    // Both logs are equal record by record, the records written on the new primary included.
+    for (const p of all) expect(await verifyPartition(t.dest, t.source, topic, p)).toMatchObject({ equal: true });
     const promoted = await kmirrorJson<Stop>('promote', reverse, '--all-topics');
     expect(promoted.result).toMatchObject({ mode: 'promote', states: { STOPPED: PARTITIONS } });
     const deleteMirror = async (name: string) => {

@@ -121,19 +121,28 @@ describe('exactly once across crashes, with gaps to fill', () => {
   });
 });
 
+// 2,000 partitions in the int tier; KMIRROR_MEMORY_PARTITIONS=10000 for DESIGN §5.5's 10,000 (a
+// run of ~10 minutes, recorded in docs/benchmarks.md; not in CI).
+const memoryPartitions = Number(process.env.KMIRROR_MEMORY_PARTITIONS ?? 2_000);
+
 describe('bounded memory', () => {
-  it('2,000 partitions with data waking at once stay within the budget plus a fixed baseline', async () => {
-    const partitions = 2_000;
-    const topic = await f.topicPair({ partitions });
+  it(`${memoryPartitions} partitions with data waking at once stay within the budget plus a fixed baseline`, async () => {
+    // Topics of at most 2,000 partitions: the controller refuses a request of more than 10,000
+    // metadata records (POLICY_VIOLATION), which one topic of 10,000 partitions is.
+    const topicCount = Math.ceil(memoryPartitions / 2_000);
+    const perTopic = memoryPartitions / topicCount;
+    const partitions = perTopic * topicCount;
+    const topics: string[] = [];
+    for (let i = 0; i < topicCount; i++) topics.push(await f.topicPair({ partitions: perTopic }));
     const producer = await f.producer();
-    // 2,000 × 16 × 1 KiB ≈ 32 MiB of data, four times the budget
-    await sendAll(producer, topic, messages(partitions * 16, partitions, { valueBytes: 1024 }), 4_000);
+    // 16 × 1 KiB per partition: at 2,000 partitions ≈ 32 MiB of data, four times the budget
+    for (const topic of topics) await sendAll(producer, topic, messages(perTopic * 16, perTopic, { valueBytes: 1024 }), 4_000);
     const budgetBytes = 8 * 1024 * 1024;
     const run = runCopyTopic(
       {
         databaseUrl: f.databaseUrl,
-        topics: [topic],
-        partitions: all(partitions),
+        topics,
+        partitions: all(perTopic),
         owner: 'memory',
         untilCaughtUp: true,
         ttlMs: 10_000,
@@ -151,16 +160,19 @@ describe('bounded memory', () => {
     expect(done.records).toBe(partitions * 16);
     const growthMiB = (done.peakRss - done.baselineRss) / 2 ** 20;
     console.log(
-      `RESULT memory_2000_partitions baseline_rss=${(done.baselineRss / 2 ** 20).toFixed(0)}MiB peak_rss=${(done.peakRss / 2 ** 20).toFixed(0)}MiB growth=${growthMiB.toFixed(0)}MiB budget=${budgetBytes / 2 ** 20}MiB budget_peak=${(done.budgetPeak / 2 ** 20).toFixed(1)}MiB`,
+      `RESULT memory_${partitions}_partitions baseline_rss=${(done.baselineRss / 2 ** 20).toFixed(0)}MiB peak_rss=${(done.peakRss / 2 ** 20).toFixed(0)}MiB growth=${growthMiB.toFixed(0)}MiB budget=${budgetBytes / 2 ** 20}MiB budget_peak=${(done.budgetPeak / 2 ** 20).toFixed(1)}MiB`,
     );
     // The stated bound: peak RSS ≤ baseline (the process after connecting, ~105 MiB) + budget +
-    // 160 MiB of allocation slack. The slack is garbage between collections: V8 collects external
-    // (Buffer) memory only after ~64 MiB of it has been allocated, and kafkajs' request framing
-    // copies each produce request twice. Measured (docs/benchmarks.md): growth ≈ 100–130 MiB at a
-    // 2–8 MiB budget, 167 MiB at 32 MiB; ≈ 36 MiB when a GC is forced every 5 ms — it is not live data.
+    // 160 MiB of allocation slack + 12 KiB per partition. The slack is garbage between collections:
+    // V8 collects external (Buffer) memory only after ~64 MiB of it has been allocated, and kafkajs'
+    // request framing copies each produce request twice. Measured (docs/benchmarks.md): growth ≈
+    // 100–130 MiB at 2,000 partitions and a 2–8 MiB budget, 167 MiB at 32 MiB; ≈ 36 MiB when a GC
+    // is forced every 5 ms — it is not live data; 242 MiB at 10,000 partitions (8 MiB budget), where
+    // the per-partition part (fetch requests and answers naming 500 partitions per copier, the
+    // copiers' and sessions' state) shows: ~18 KiB per partition between 2,000 and 10,000 (bound there: 285 MiB).
     expect(done.budgetPeak).toBeLessThanOrEqual(budgetBytes + 1024 * 1024);
-    expect(growthMiB).toBeLessThan(budgetBytes / 2 ** 20 + 160);
+    expect(growthMiB).toBeLessThan(budgetBytes / 2 ** 20 + 160 + (partitions * 12) / 1024);
     // Most of the time is the brokers' first append to 2,000 new partitions (segment and index
     // files), on both clusters: ~50 s to fill, ~13 s to copy on a quiet 2-core machine.
-  }, 300_000);
+  }, Math.max(300_000, memoryPartitions * 150));
 });
