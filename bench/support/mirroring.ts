@@ -11,7 +11,7 @@ import { createDatabase } from '../../db/connect.ts';
 import { migrateToLatest } from '../../db/migrate.ts';
 import type { ClusterConnection } from '../../domain/connection.ts';
 import { createTopicsAndWait, deleteTopicsAndWait } from '../../kafka/admin.ts';
-import type { CopyOptions } from '../../kafka/copier.ts';
+import type { CopyOptions, CopyStats } from '../../kafka/copier.ts';
 import { createKafka } from '../../kafka/connection.ts';
 import { IsolationLevel, RawCluster } from '../../kafka/protocol.ts';
 import { runCopyTopic, type CopyTopicProcess } from '../../scripts/copy-topic-process.ts';
@@ -254,8 +254,14 @@ export async function finishCopier(child: CopyTopicProcess, opts: { terminate: b
   if (opts.terminate) process.kill(child.pid, 'SIGTERM');
   const exit = await child.done;
   if (exit.code !== 0) throw new Error(`kmirror copier exited with ${exit.code ?? exit.signal}: ${exit.stderr.slice(-2000)}`);
-  const done = exit.events.find((e) => e.event === 'done') as { peakRss: number; budgetPeak: number } | undefined;
-  if (done) note(`kmirror: peak RSS ${round1(done.peakRss / 2 ** 20)} MiB, budget peak ${round1(done.budgetPeak / 2 ** 20)} MiB of ${opts.budgetBytes / 2 ** 20} MiB`);
+  const done = exit.events.find((e) => e.event === 'done') as { peakRss: number; budgetPeak: number; stats: CopyStats[] } | undefined;
+  if (!done) return;
+  const sum = (key: keyof CopyStats) => done.stats.reduce((n, s) => n + s[key], 0);
+  note(`kmirror: peak RSS ${round1(done.peakRss / 2 ** 20)} MiB, budget peak ${round1(done.budgetPeak / 2 ** 20)} MiB of ${opts.budgetBytes / 2 ** 20} MiB`);
+  note(
+    `kmirror: ${sum('fetches')} fetches (${sum('gatheringFetches')} after a gathering wait, ${sum('incrementalFetches')} incremental, ${sum('prefetchesUsed')} prefetched), ` +
+      `${sum('fetchSessionResets')} fetch session resets, ${sum('resyncs')} resyncs re-reading ${sum('resyncedPartitions')} partitions`,
+  );
 }
 
 /** One destination batch's lag (of its first record), that record's timestamp as the source holds
