@@ -52,6 +52,7 @@ import { KAFKA_VERSION } from '../scripts/stack/topology.ts';
 import { deleteMirrorMakerTopics, startMirrorMaker, tunedMirrorMakerProperties, type MirrorMakerHandle } from './support/kafka-tools.ts';
 import {
   batchLags,
+  worstSeconds,
   finishCopier,
   median,
   migrateStackDatabase,
@@ -266,6 +267,14 @@ async function measure(tool: Tool, r: number): Promise<Measured> {
         `(${round1(loadRecords / lags.length)} records each); lag after the warm-up p50 ${measured.p50} ms, p99 ${measured.p99} ms, max ${measured.max} ms (p99 with it ${measured.p99WithWarmup} ms); ` +
         `CPU ${measured.toolCpuPerGiB} s/GiB (destination broker ${measured.brokerCpuPerGiB} s/GiB, source broker ${measured.sourceBrokerCpuPerGiB} s/GiB)`,
     );
+    // Where the highest lag was: all partitions at once (the machine, a broker) or one copier's.
+    // scripts/copy-topic.ts deals the (topic, partition) pairs round-robin over its copiers.
+    const topicIndex = new Map(topics.map((t, i) => [t, i]));
+    const copierOf = (l: BatchLag) => (tool === 'mm2' ? 0 : ((topicIndex.get(l.topic)! * partitionCount + l.partition) % kmirror.copiers));
+    for (const w of worstSeconds(lags, loadStart + warmupSeconds * 1000, 3, copierOf)) {
+      const groups = [...w.over1sByGroup].sort(([a], [b]) => a - b).map(([g, n]) => `${tool === 'mm2' ? 'all' : `copier ${g}`}: ${n}`);
+      note(`${tool} round ${r + 1}: second ${w.at} of the load: lag max ${w.maxMs} ms; ${w.over1s} of ${w.partitions} partitions over 1 s${groups.length > 0 ? ` (${groups.join(', ')})` : ''}`);
+    }
     return measured;
   } finally {
     await stop();

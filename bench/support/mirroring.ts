@@ -267,6 +267,8 @@ export async function finishCopier(child: CopyTopicProcess, opts: { terminate: b
 /** One destination batch's lag (of its first record), that record's timestamp as the source holds
  *  it (ms since the epoch), and how many records the batch carries. */
 export interface BatchLag {
+  readonly topic: string;
+  readonly partition: number;
   readonly lagMs: number;
   readonly sourceTime: number;
   readonly records: number;
@@ -290,7 +292,7 @@ export async function batchLags(dest: RawCluster, topic: string, partitions: rea
       for (const batch of fetched.batches) {
         if (batch.lastOffset < offset) continue;
         if (!batch.logAppendTime) throw new Error(`${topic}-${partition}: batch at ${batch.baseOffset} is not LogAppendTime`);
-        if (batch.baseOffset >= from) lags.push({ lagMs: Number(batch.maxTimestamp - batch.baseTimestamp), sourceTime: Number(batch.baseTimestamp), records: batch.recordsCount });
+        if (batch.baseOffset >= from) lags.push({ topic, partition, lagMs: Number(batch.maxTimestamp - batch.baseTimestamp), sourceTime: Number(batch.baseTimestamp), records: batch.recordsCount });
         offset = batch.lastOffset + 1n;
       }
     }
@@ -320,6 +322,48 @@ export function summarizeLags(lags: readonly BatchLag[], steadyFrom: number): La
     batches: lags.length,
     steadyBatches: steady.length,
   };
+}
+
+/** One second of the load (by the source time of the batches' first records) where lag was high. */
+export interface LagSecond {
+  /** Seconds since `from`. */
+  readonly at: number;
+  readonly maxMs: number;
+  /** Partitions with a batch in this second, and those of them with a batch lagging over 1 s. */
+  readonly partitions: number;
+  readonly over1s: number;
+  /** The partitions over 1 s, by the group `groupOf` puts each in (e.g. the copier copying it). */
+  readonly over1sByGroup: ReadonlyMap<number, number>;
+}
+
+/**
+ * The `count` seconds of the load with the highest lag: whether a spike held every partition (a
+ * stall of the machine, a broker or the whole tool) or some (one copier, one leader).
+ */
+export function worstSeconds(lags: readonly BatchLag[], from: number, count: number, groupOf: (l: BatchLag) => number): LagSecond[] {
+  const seconds = new Map<number, BatchLag[]>();
+  for (const l of lags) {
+    if (l.sourceTime < from) continue;
+    const at = Math.floor((l.sourceTime - from) / 1000);
+    const list = seconds.get(at);
+    if (list === undefined) seconds.set(at, [l]);
+    else list.push(l);
+  }
+  const out: LagSecond[] = [];
+  for (const [at, list] of seconds) {
+    const slow = new Map<string, BatchLag>();
+    for (const l of list) if (l.lagMs > 1000) slow.set(`${l.topic}-${l.partition}`, l);
+    const byGroup = new Map<number, number>();
+    for (const l of slow.values()) byGroup.set(groupOf(l), (byGroup.get(groupOf(l)) ?? 0) + 1);
+    out.push({
+      at,
+      maxMs: list.reduce((m, l) => Math.max(m, l.lagMs), 0),
+      partitions: new Set(list.map((l) => `${l.topic}-${l.partition}`)).size,
+      over1s: slow.size,
+      over1sByGroup: byGroup,
+    });
+  }
+  return out.sort((a, b) => b.maxMs - a.maxMs).slice(0, count);
 }
 
 /** The q-quantile of the lags, each batch weighted by its records. */

@@ -245,9 +245,11 @@ export function mirrorCommands(ctx: CliContext): Command[] {
     .option('--full', 'compare up to the source\'s end, so records not mirrored yet count as missing')
     .addHelpText('after', '\nExamples:\n  kmirror verify dr-east\n  kmirror verify dr-east --topic orders --full --json')
     .action(async (mirror: string, options: { topic?: string[]; full?: boolean }) => {
+      // DESCRIBE on the mirror before anything is read about it (not even whether it exists); then,
+      // as it reads the records, READ on each topic it compares.
+      await ctx.authorizeRead('verify', mirror);
       const d = await describeMirror(await ctx.db(), mirror);
       const topics = d.topics.filter((t) => options.topic === undefined || options.topic.includes(t.topic));
-      // It reads the records: READ on each topic it compares, besides DESCRIBE on the mirror.
       await ctx.authorizeRead('verify', mirror, topics.map((t) => t.topic));
       for (const name of options.topic ?? []) {
         if (!d.topics.some((t) => t.topic === name)) throw new KmirrorError('TOPIC_NOT_IN_CLUSTER_MIRROR', `topic ${name} is not in mirror ${mirror}`, { mirror, topic: name });

@@ -111,6 +111,9 @@ describe('authorization (KMIRROR_AUTHORIZATION=true)', () => {
     for (const command of [['describe', mirror], ['history', mirror], ['groups', mirror], ['verify', mirror]]) expect(await refusedCode(...command), command[0]).toBe('CLUSTER_MIRROR_AUTHORIZATION_FAILED');
     const refusals = (await readStream(t.db, AUTHORIZATION_STREAM)).filter((e) => e.type === 'OperationRefused' && (e.data as { principal: string }).principal === 'dana');
     expect(refusals.map((e) => (e.data as { workflow: string }).workflow)).toEqual(['describe', 'history', 'groups', 'verify']);
+    // Whether a mirror exists is not told to someone who may not describe it.
+    const unknown = randomName('no-such-mirror');
+    for (const command of ['describe', 'history', 'groups', 'verify']) expect(await refusedCode(command, unknown), command).toBe('CLUSTER_MIRROR_AUTHORIZATION_FAILED');
 
     expect((await cli(['acl', 'add', '--principal', 'dana', '--operation', 'DESCRIBE', '--mirror', mirror, '--actor', 'admin'])).code).toBe(0);
     for (const command of [['describe', mirror], ['history', mirror], ['groups', mirror]]) expect(await refusedCode(...command), command[0]).toBe('ran');
