@@ -11,6 +11,7 @@ import { start, type Child } from './support/child.ts';
 import { controlPlane, type ControlPlane } from './support/control-plane.ts';
 import { messages, steadyWriter } from './support/mirror-fixture.ts';
 import { closedPort, randomName, stackConfigEnv } from './support/stack.ts';
+import { scrapeWorker } from './support/exposition.ts';
 
 let t: ControlPlane;
 const workers: Child[] = [];
@@ -43,9 +44,7 @@ async function startWorker(): Promise<Child & { metricsPort: number }> {
 
 /** A counter's value on a worker's /metrics (0 when the series is absent). */
 async function counter(port: number, series: string): Promise<number> {
-  const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
-  const line = text.split('\n').find((l) => l.startsWith(`${series} `));
-  return line === undefined ? 0 : Number(line.slice(series.length + 1));
+  return (await scrapeWorker(port)).samples.get(series) ?? 0;
 }
 
 const sum = (values: Iterable<bigint>) => [...values].reduce((a, b) => a + b, 0n);

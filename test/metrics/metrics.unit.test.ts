@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { Metrics } from '../../metrics/metrics.ts';
 import { ByteBudget } from '../../kafka/budget.ts';
 import { emptyCopyStats, type CopyStats, type PartitionProgress } from '../../kafka/copier.ts';
+import { parseExposition } from '../support/exposition.ts';
 
 const stats = (over: Partial<CopyStats> = {}): CopyStats => ({ ...emptyCopyStats(), ...over });
 
@@ -15,16 +16,7 @@ const progress = (topic: string, partition: number, next: bigint, end: bigint, o
 });
 
 /** name{labels} → value, from the exposition text (what Prometheus scrapes). */
-async function samples(m: Metrics): Promise<Map<string, number>> {
-  const text = await m.registry.metrics();
-  const out = new Map<string, number>();
-  for (const line of text.split('\n')) {
-    if (line.startsWith('#') || line.trim() === '') continue;
-    const at = line.lastIndexOf(' ');
-    out.set(line.slice(0, at), Number(line.slice(at + 1)));
-  }
-  return out;
-}
+const samples = async (m: Metrics) => parseExposition(await m.registry.metrics());
 
 describe('Metrics', () => {
   it('reports lag per topic always and per partition only while behind, and drops a copy\'s series when it ends', async () => {

@@ -17,6 +17,7 @@ import { start, type Child } from '../support/child.ts';
 import { controlPlane, operationsOn, type ControlPlane } from '../support/control-plane.ts';
 import { messages, sendAll } from '../support/mirror-fixture.ts';
 import { closedPort, destConnection, randomName, stackConfigEnv, stackEnv } from '../support/stack.ts';
+import { scrapeWorker } from '../support/exposition.ts';
 
 const PARTITIONS = 3;
 /** Written at ~400 KiB/s for 10 s (20 records of 1 KiB every 50 ms) while the mirror runs. */
@@ -60,16 +61,7 @@ async function promRange(query: string, from: number, to: number): Promise<numbe
 }
 
 /** The worker's own /metrics, parsed: `name{labels}` → value. */
-async function scrape(): Promise<{ text: string; samples: Map<string, number> }> {
-  const text = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
-  const samples = new Map<string, number>();
-  for (const line of text.split('\n')) {
-    if (line.startsWith('#') || line.trim() === '') continue;
-    const at = line.lastIndexOf(' ');
-    samples.set(line.slice(0, at), Number(line.slice(at + 1)));
-  }
-  return { text, samples };
-}
+const scrape = () => scrapeWorker(metricsPort);
 
 function cli(args: string[]): Promise<{ code: number | null; stdout: string }> {
   const child = start(process.execPath, ['--import', 'tsx', 'cli/main.ts', ...args], { env });
