@@ -11,7 +11,7 @@ import { createPartitionLease } from '../db/leases.ts';
 import { executeMirrorCommand } from '../db/mirror-store.ts';
 import type { MirrorCommand } from '../domain/commands.ts';
 import { KmirrorError } from '../domain/errors.ts';
-import { asKmirrorError } from './edge.ts';
+import { asKmirrorError, heartbeating } from './edge.ts';
 import { recordsLost } from '../db/projections/records-lost.ts';
 import type { ByteBudget } from '../kafka/budget.ts';
 import { align, boundaryChecksum, copy, partitionKey, recordsAt, type CopyRequest, type RecordsLoss, type CopyResult, type MirroredPosition, type TopicPartitions } from '../kafka/copier.ts';
@@ -206,23 +206,6 @@ export function createDataPlaneActivities(deps: DataPlaneDeps) {
       return outcome(result);
     } finally {
       reporter.end();
-    }
-  }
-
-  /** Heartbeat every third of the heartbeat timeout while `work` runs; abort on cancellation. */
-  async function heartbeating<T>(work: (signal: AbortSignal) => Promise<T>, details: () => unknown): Promise<T> {
-    const ctx = Context.current();
-    const stop = new AbortController();
-    const onCancel = (): void => stop.abort(ctx.cancellationSignal.reason);
-    ctx.cancellationSignal.addEventListener('abort', onCancel, { once: true });
-    const every = Math.max(200, Math.floor((ctx.info.heartbeatTimeoutMs ?? 30_000) / 3));
-    const timer = setInterval(() => ctx.heartbeat(details()), every);
-    ctx.heartbeat(details());
-    try {
-      return await work(stop.signal);
-    } finally {
-      clearInterval(timer);
-      ctx.cancellationSignal.removeEventListener('abort', onCancel);
     }
   }
 

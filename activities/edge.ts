@@ -3,6 +3,7 @@
 // retry table, with a redacted message and plain-JSON details — never a stack of kafkajs or pg
 // internals, never a credential. Cancellation passes through untouched.
 import { isGrpcServiceError, ServiceError, WorkflowUpdateRPCTimeoutOrCancelledError } from '@temporalio/client';
+import { Context } from '@temporalio/activity';
 import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
 import { databaseFailure } from '../db/errors.ts';
 import { isKmirrorError, KmirrorError } from '../domain/errors.ts';
@@ -58,4 +59,22 @@ export function atEdge<T extends Record<string, ActivityFunction>>(activities: T
     };
   }
   return out as T;
+}
+
+/** Run `work` in an activity, heartbeating `details()` every third of the heartbeat timeout; the
+ *  signal aborts when the activity is cancelled (a heartbeat brings the cancellation). */
+export async function heartbeating<T>(work: (signal: AbortSignal) => Promise<T>, details: () => unknown): Promise<T> {
+  const ctx = Context.current();
+  const stop = new AbortController();
+  const onCancel = (): void => stop.abort(ctx.cancellationSignal.reason);
+  ctx.cancellationSignal.addEventListener('abort', onCancel, { once: true });
+  const every = Math.max(200, Math.floor((ctx.info.heartbeatTimeoutMs ?? 30_000) / 3));
+  const timer = setInterval(() => ctx.heartbeat(details()), every);
+  ctx.heartbeat(details());
+  try {
+    return await work(stop.signal);
+  } finally {
+    clearInterval(timer);
+    ctx.cancellationSignal.removeEventListener('abort', onCancel);
+  }
 }

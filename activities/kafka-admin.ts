@@ -1,10 +1,15 @@
 // Kafka admin activities: cluster checks, topic resolution, destination topic creation, read-only
 // ACLs and the ISR wait. Inputs name mirrors and clusters; the worker finds the connections itself.
 import { Context } from '@temporalio/activity';
+import type { Admin } from 'kafkajs';
+import { sql } from 'kysely';
 import { partitionKey } from '../kafka/copier.ts';
 import { kafkaFailure } from '../kafka/errors.ts';
-import { syncGroupOffsets, type GroupSyncSummary } from '../kafka/group-offsets.ts';
-import { archiveDivergentTails, countDivergentTails, planFailback, type PreparedFailback } from '../kafka/failback.ts';
+import { syncGroupOffsets, type CommitGuard, type GroupSyncSummary } from '../kafka/group-offsets.ts';
+import { archiveDivergentTails, countDivergentTails, openTransactions, planFailback, type PreparedFailback } from '../kafka/failback.ts';
+import type { RawCluster } from '../kafka/protocol.ts';
+import { KmirrorError } from '../domain/errors.ts';
+import { heartbeating } from './edge.ts';
 import { deleteTopicsAndWait } from '../kafka/admin.ts';
 import { executeMirrorCommand } from '../db/mirror-store.ts';
 import type { EventMetadata } from '../db/event-store/types.ts';
@@ -22,7 +27,7 @@ import {
   type TopicSelection,
 } from '../kafka/mirror-topics.ts';
 import type { Db } from '../db/database.ts';
-import { mirrorStreamId } from '../domain/events.ts';
+import { mirrorStreamId, type FailbackTopicPrepared } from '../domain/events.ts';
 import type { Metrics } from '../metrics/metrics.ts';
 import type { ClusterClients } from './cluster-clients.ts';
 
@@ -80,6 +85,20 @@ export interface Discovery {
   readonly grown: readonly ResolvedTopic[];
 }
 
+async function deleteOnOldPrimary(admin: Admin, topic: string): Promise<void> {
+  await deleteTopicsAndWait(admin, [topic]).catch((err: unknown) => Promise.reject(kafkaFailure(err, `delete ${topic} on the old primary`)));
+}
+
+/** Give a topic `count` partitions when it has fewer. */
+async function growTopic(raw: RawCluster, admin: Admin, topic: string, count: number): Promise<void> {
+  if ((await raw.partitions(topic)).length >= count) return;
+  try {
+    await admin.createPartitions({ topicPartitions: [{ topic, count }] });
+  } catch (err) {
+    throw kafkaFailure(err, `grow ${topic} to ${count} partitions`);
+  }
+}
+
 export function createKafkaAdminActivities(deps: { readonly db: Db; readonly clients: ClusterClients; readonly metrics: Metrics }) {
   const { db, clients, metrics } = deps;
   const pair = async (mirror: string) => {
@@ -92,6 +111,46 @@ export function createKafkaAdminActivities(deps: { readonly db: Db; readonly cli
   const groupPartitions = (partitions: readonly { readonly topic: string; readonly partition: number }[]) => {
     const out = new Map<string, number[]>();
     for (const { topic, partition } of partitions) out.set(topic, [...(out.get(topic) ?? []), partition]);
+    return out;
+  };
+  /**
+   * Failback decisions recorded since each topic's failover (FailbackTopicPrepared after the
+   * topic's last PartitionStopped), as prepareFailback returned them.
+   */
+  const failbackDecisions = async (mirror: string, topics: readonly string[]): Promise<Map<string, PreparedFailback>> => {
+    const events = await db
+      .selectFrom('events')
+      .select(['type', 'data'])
+      .where('stream_id', '=', mirrorStreamId(mirror))
+      .where('type', 'in', ['FailbackTopicPrepared', 'PartitionStopped'])
+      .where(sql<string>`data->>'topic'`, 'in', [...topics])
+      .orderBy('stream_version')
+      .execute();
+    const out = new Map<string, PreparedFailback>();
+    for (const event of events) {
+      const topic = String(event.data.topic);
+      if (event.type === 'PartitionStopped') {
+        out.delete(topic);
+        continue;
+      }
+      const data = event.data as unknown as FailbackTopicPrepared['data'];
+      out.set(topic, {
+        topic,
+        action: data.action,
+        archiveTopic: data.archiveTopic,
+        partitionCount: data.partitionCount ?? data.partitions.length,
+        partitions: data.partitions.map((p) => ({
+          topic,
+          partition: p.partition,
+          lastMirrored: p.lastMirrored,
+          oldPrimaryStart: p.oldPrimaryStart ?? '0',
+          oldPrimaryEnd: p.oldPrimaryEnd,
+          action: data.action,
+          reason: p.reason as PreparedFailback['partitions'][number]['reason'],
+          divergent: p.divergent,
+        })),
+      });
+    }
     return out;
   };
   return {
@@ -162,10 +221,21 @@ export function createKafkaAdminActivities(deps: { readonly db: Db; readonly cli
       try {
         const { source, destination } = await pair(input.mirror);
         const row = await db.selectFrom('mirrors').select(['group_include', 'group_exclude']).where('name', '=', input.mirror).executeTakeFirstOrThrow();
-        let query = db.selectFrom('mirror_partitions').select(['topic', 'partition']).where('mirror', '=', input.mirror).where('state', 'in', [...(input.states ?? ['MIRRORING'])]);
+        const states = [...(input.states ?? ['MIRRORING'])];
+        let query = db.selectFrom('mirror_partitions').select(['topic', 'partition']).where('mirror', '=', input.mirror).where('state', 'in', states);
         if (input.topics !== undefined) query = query.where('topic', 'in', [...input.topics]);
         const partitions = await query.execute();
-        const { summary } = await syncGroupOffsets(source, destination, partitions, { include: row.group_include, exclude: row.group_exclude });
+        // Commits run under the mirror's sync lock and only for partitions still in `states`: a
+        // periodic sync planned before a stop cannot land after the stop's final sync (which would
+        // move the groups back), nor touch a partition once it is STOPPING.
+        const underLock: CommitGuard = (commit) =>
+          db.transaction().execute(async (trx) => {
+            await sql`select pg_advisory_xact_lock(hashtext(${`group-sync:${input.mirror}`}))`.execute(trx);
+            const now = await trx.selectFrom('mirror_partitions').select(['topic', 'partition']).where('mirror', '=', input.mirror).where('state', 'in', states).execute();
+            const keys = new Set(now.map((r) => partitionKey(r.topic, r.partition)));
+            await commit((topic, partition) => keys.has(partitionKey(topic, partition)));
+          });
+        const { summary } = await syncGroupOffsets(source, destination, partitions, { include: row.group_include, exclude: row.group_exclude }, underLock);
         metrics.groupSyncCompleted(input.mirror, summary);
         return summary;
       } catch (err) {
@@ -177,8 +247,15 @@ export function createKafkaAdminActivities(deps: { readonly db: Db; readonly cli
     /**
      * A failback's Kafka side (kafka/failback.ts): compare the old primary (the mirror's source)
      * with the recorded positions and the new primary; unless a dry run, archive (or discard)
-     * divergent tails, delete the topics that must be recreated on the old primary, and record the
-     * decision per topic (FailbackTopicPrepared). Only topics whose every partition is STOPPED.
+     * divergent tails, record the decision per topic (FailbackTopicPrepared), then delete the
+     * topics that must be recreated on the old primary (or grow those that continue to the new
+     * primary's partition count). Only topics whose every partition is STOPPED.
+     *
+     * Safe to repeat at any point: before comparing, the old primary's topics are made read-only
+     * for everyone but kmirror and their open transactions waited out, so what is compared and
+     * archived cannot change under it; archiving resumes where an earlier attempt stopped; a
+     * decision recorded since the topic's failover is reused, never made again (its topic may be
+     * gone already). Heartbeats; the workflow gives it the waits' profile.
      */
     async prepareFailback(input: {
       readonly mirror: string;
@@ -190,67 +267,112 @@ export function createKafkaAdminActivities(deps: { readonly db: Db; readonly cli
       readonly archiveSuffix: string;
       readonly metadata: EventMetadata;
     }): Promise<readonly PreparedFailback[]> {
-      const m = await clients.mirror(input.mirror);
-      const [oldPrimary, newPrimary] = await Promise.all([clients.get(m.sourceCluster), clients.get(m.destinationCluster)]);
-      const rows = await db
-        .selectFrom('mirror_partitions')
-        .select(['topic', 'partition', 'state', 'last_mirrored_offset', 'last_mirrored_checksum'])
-        .where('mirror', '=', input.mirror)
-        .where('topic', 'in', [...input.topics])
-        .orderBy('topic')
-        .orderBy('partition')
-        .execute();
-      const recorded = new Map(
-        rows.map((r) => [partitionKey(r.topic, r.partition), r.last_mirrored_offset === null ? null : { offset: r.last_mirrored_offset, checksum: r.last_mirrored_checksum ?? '' }]),
-      );
-      const topics = input.topics.map((topic) => ({ topic, partitions: rows.filter((r) => r.topic === topic).map((r) => r.partition) }));
-      const plans = await planFailback(oldPrimary.raw, newPrimary.raw, topics, recorded);
-      const existing = new Set(await oldPrimary.admin.listTopics().catch((err: unknown) => Promise.reject(kafkaFailure(err, 'list the old primary\'s topics'))));
-      const out = [];
-      for (const plan of plans) {
-        const tails = plan.partitions.filter((p) => p.divergent !== null);
-        const archiveTopic = tails.length > 0 && input.divergent === 'archive' ? `${plan.topic}.kmirror-divergent-${input.archiveSuffix}` : null;
-        // Records in each divergent tail as read_committed consumers saw them — archived, discarded
-        // or (dry run) that would be; a tail ends at the old primary's LSO (an open transaction's
-        // records were never visible). Unknown (absent) when an earlier attempt archived already.
-        // (A tail makes its topic 'recreate'.)
-        let records = new Map<number, number>();
-        if (tails.length > 0 && !(archiveTopic !== null && existing.has(archiveTopic))) {
-          const lso = await endOffsets(oldPrimary.raw, [{ topic: plan.topic, partitions: tails.map((t) => t.partition) }], 'source');
-          const ranges = tails.map((t) => {
-            const to = BigInt(t.divergent!.to);
-            const stable = lso.get(partitionKey(plan.topic, t.partition)) ?? to;
-            return { partition: t.partition, from: BigInt(t.divergent!.from), to: stable < to ? stable : to };
-          });
-          records =
-            archiveTopic !== null && !input.dryRun
-              ? await archiveDivergentTails(oldPrimary.raw, oldPrimary.admin, plan.topic, plan.partitions.length, ranges, archiveTopic)
-              : await countDivergentTails(oldPrimary.raw, plan.topic, ranges);
-        }
-        const partitions = plan.partitions.map((p) => ({ ...p, divergent: p.divergent === null ? null : { ...p.divergent, records: records.get(p.partition) ?? null } }));
-        if (!input.dryRun && plan.action === 'recreate' && existing.has(plan.topic)) {
-          await deleteTopicsAndWait(oldPrimary.admin, [plan.topic]).catch((err: unknown) => Promise.reject(kafkaFailure(err, `delete ${plan.topic} on the old primary`)));
-        }
-        if (!input.dryRun) {
-          await executeMirrorCommand(
-            db,
-            {
-              type: 'RecordFailback',
-              mirror: input.mirror,
-              failback: {
-                topic: plan.topic,
-                reverseMirror: input.reverseMirror,
-                action: plan.action,
-                archiveTopic,
-                partitions: partitions.map((p) => ({ partition: p.partition, lastMirrored: p.lastMirrored, oldPrimaryEnd: p.oldPrimaryEnd, reason: p.reason, divergent: p.divergent })),
-              },
-            },
-            input.metadata,
+      let progress: Record<string, unknown> = { step: 'reading the mirror' };
+      return heartbeating(async () => {
+        const m = await clients.mirror(input.mirror);
+        const [oldPrimary, newPrimary] = await Promise.all([clients.get(m.sourceCluster), clients.get(m.destinationCluster)]);
+        // The reverse mirror copies these topics already: a failback got past this step, and the
+        // reverse mirror's runner owns the old primary's topics now.
+        const owned = await db
+          .selectFrom('mirror_partitions')
+          .select(['topic', 'partition', 'state'])
+          .where('mirror', '=', input.reverseMirror)
+          .where('topic', 'in', [...input.topics])
+          .where('state', '!=', 'STOPPED')
+          .executeTakeFirst();
+        if (owned !== undefined) {
+          throw new KmirrorError(
+            'TOPIC_ALREADY_IN_CLUSTER_MIRROR',
+            `topic ${owned.topic} is mirrored back by ${input.reverseMirror} already (${owned.topic}-${owned.partition} is ${owned.state}): its failback was prepared before; see kmirror describe ${input.reverseMirror}`,
+            { mirror: input.reverseMirror, topic: owned.topic },
           );
         }
-        out.push({ ...plan, partitions, archiveTopic });
-      }
-      return out;
+        const decided = await failbackDecisions(input.mirror, input.topics);
+        const toPlan = input.topics.filter((t) => !decided.has(t));
+        const existing = new Set(await oldPrimary.admin.listTopics().catch((err: unknown) => Promise.reject(kafkaFailure(err, 'list the old primary\'s topics'))));
+        if (!input.dryRun) {
+          const present = toPlan.filter((t) => existing.has(t));
+          progress = { step: 'making the old primary\'s topics read-only' };
+          await applyReadOnly(oldPrimary.admin, present, oldPrimary.principal);
+          // A transaction open there may still commit records past what is compared and archived.
+          for (;;) {
+            const open = await openTransactions(oldPrimary.raw, present);
+            if (open.length === 0) break;
+            progress = { step: 'waiting for transactions open on the old primary to end', partitions: open.slice(0, 20) };
+            await Context.current().sleep(1_000);
+          }
+        }
+        progress = { step: 'comparing the old primary with the recorded positions' };
+        const rows = await db
+          .selectFrom('mirror_partitions')
+          .select(['topic', 'partition', 'last_mirrored_offset', 'last_mirrored_checksum'])
+          .where('mirror', '=', input.mirror)
+          .where('topic', 'in', [...input.topics])
+          .orderBy('topic')
+          .orderBy('partition')
+          .execute();
+        const recorded = new Map(
+          rows.map((r) => [partitionKey(r.topic, r.partition), r.last_mirrored_offset === null ? null : { offset: r.last_mirrored_offset, checksum: r.last_mirrored_checksum ?? '' }]),
+        );
+        const plans = toPlan.length === 0 ? [] : await planFailback(oldPrimary.raw, newPrimary.raw, toPlan.map((topic) => ({ topic, partitions: rows.filter((r) => r.topic === topic).map((r) => r.partition) })), recorded);
+        const out = new Map<string, PreparedFailback>();
+        for (const [topic, decision] of decided) {
+          if (!input.dryRun && decision.action === 'recreate' && existing.has(topic)) await deleteOnOldPrimary(oldPrimary.admin, topic);
+          out.set(topic, decision);
+        }
+        for (const plan of plans) {
+          const tails = plan.partitions.filter((p) => p.divergent !== null);
+          const archiveTopic = tails.length > 0 && input.divergent === 'archive' ? `${plan.topic}.kmirror-divergent-${input.archiveSuffix}` : null;
+          let records = new Map<number, number>();
+          if (tails.length > 0) {
+            // Records in each divergent tail as read_committed consumers saw them — archived,
+            // discarded or (dry run) that would be; a tail ends at the old primary's LSO (an open
+            // transaction's records were never visible; not a dry run: none is open any more).
+            const lso = await endOffsets(oldPrimary.raw, [{ topic: plan.topic, partitions: tails.map((t) => t.partition) }], 'source');
+            const ranges = tails.map((t) => {
+              const to = BigInt(t.divergent!.to);
+              const stable = lso.get(partitionKey(plan.topic, t.partition)) ?? to;
+              return { partition: t.partition, from: BigInt(t.divergent!.from), to: stable < to ? stable : to };
+            });
+            progress = { step: archiveTopic !== null && !input.dryRun ? `archiving divergent tails of ${plan.topic} to ${archiveTopic}` : `counting divergent tails of ${plan.topic}` };
+            records =
+              archiveTopic !== null && !input.dryRun
+                ? await archiveDivergentTails(oldPrimary.raw, oldPrimary.admin, plan.topic, plan.partitions.length, ranges, archiveTopic, (archived) => {
+                    progress = { ...progress, archived };
+                  })
+                : await countDivergentTails(oldPrimary.raw, plan.topic, ranges);
+          }
+          const prepared: PreparedFailback = {
+            ...plan,
+            archiveTopic,
+            partitions: plan.partitions.map((p) => ({ ...p, divergent: p.divergent === null ? null : { ...p.divergent, records: records.get(p.partition) ?? null } })),
+          };
+          if (!input.dryRun) {
+            // The decision first: a retry after the topic is gone reuses it.
+            await executeMirrorCommand(
+              db,
+              {
+                type: 'RecordFailback',
+                mirror: input.mirror,
+                failback: {
+                  topic: plan.topic,
+                  reverseMirror: input.reverseMirror,
+                  action: plan.action,
+                  archiveTopic,
+                  partitionCount: plan.partitionCount,
+                  partitions: prepared.partitions.map((p) => ({ partition: p.partition, lastMirrored: p.lastMirrored, oldPrimaryStart: p.oldPrimaryStart, oldPrimaryEnd: p.oldPrimaryEnd, reason: p.reason, divergent: p.divergent })),
+                },
+              },
+              input.metadata,
+            );
+            if (plan.action === 'recreate' && existing.has(plan.topic)) await deleteOnOldPrimary(oldPrimary.admin, plan.topic);
+            if (plan.action === 'continue') await growTopic(oldPrimary.raw, oldPrimary.admin, plan.topic, plan.partitionCount);
+          }
+          out.set(plan.topic, prepared);
+        }
+        progress = { step: 'done' };
+        return input.topics.map((t) => out.get(t)!);
+      }, () => progress);
     },
 
     /** Make mirror topics writable: lift the DENY WRITE ACLs (failover, promote). */
@@ -266,12 +388,17 @@ export function createKafkaAdminActivities(deps: { readonly db: Db; readonly cli
       const row = await db.selectFrom('mirrors').select(['include', 'exclude']).where('name', '=', input.mirror).executeTakeFirstOrThrow();
       const topics = await db.selectFrom('mirror_topics').select(['topic', 'partition_count']).where('mirror', '=', input.mirror).execute();
       const known = new Map(topics.map((t) => [t.topic, t.partition_count]));
+      // A topic failed over (or failing over) is the destination's own now: partitions the old
+      // primary grows are not mirrored into it (failback deals with them).
+      const stopped = new Set(
+        (await db.selectFrom('mirror_partitions').select('topic').distinct().where('mirror', '=', input.mirror).where('state', 'in', ['STOPPING', 'STOPPED']).execute()).map((r) => r.topic),
+      );
       const newTopics = row.include.length === 0 ? [] : (await resolveTopics(source.admin, { include: row.include, exclude: row.exclude })).filter((t) => !known.has(t));
       let grown: ResolvedTopic[] = [];
       if (known.size > 0) {
         const existing = new Set(await source.admin.listTopics().catch((err: unknown) => Promise.reject(kafkaFailure(err, 'list source topics'))));
         const specs = await sourceTopicSpecs(source.admin, [...known.keys()].filter((t) => existing.has(t)));
-        grown = specs.filter((s) => s.partitionCount > known.get(s.topic)!).map((s) => ({ topic: s.topic, partitionCount: s.partitionCount }));
+        grown = specs.filter((s) => s.partitionCount > known.get(s.topic)! && !stopped.has(s.topic)).map((s) => ({ topic: s.topic, partitionCount: s.partitionCount }));
       }
       return { newTopics, grown };
     },
@@ -336,7 +463,11 @@ export function createKafkaAdminActivities(deps: { readonly db: Db; readonly cli
           .where('type', '=', 'IsrWaitOverridden')
           .where('recorded_at', '>=', since)
           .execute();
-        const override = overrides.find((o) => (o.data.topics as string[]).some((t) => wanted.has(t)));
+        // Released when the overrides since the wait began name every topic still waiting (an
+        // override of one topic does not release another's wait).
+        const covered = new Set(overrides.flatMap((o) => o.data.topics as string[]));
+        const waitingTopics = new Set(status.waiting.map((tp) => tp.slice(0, tp.lastIndexOf('-'))));
+        const override = [...waitingTopics].every((t) => covered.has(t)) ? overrides.find((o) => (o.data.topics as string[]).some((t) => wanted.has(t))) : undefined;
         if (override !== undefined) {
           ctx.log.warn('ISR wait overridden by an operator', { mirror: input.mirror, waiting: status.waiting.length, missingBrokers: status.missingBrokers });
           return { waitedMs: Date.now() - started, overridden: { actor: String(override.metadata.actor), reason: typeof override.metadata.reason === 'string' ? override.metadata.reason : null } };

@@ -38,9 +38,13 @@ export type FailbackTopicPrepared = Event<
     readonly reverseMirror: string;
     readonly action: 'continue' | 'recreate';
     readonly archiveTopic: string | null;
+    /** The new primary's partition count (absent in events before 2026-12-07). */
+    readonly partitionCount?: number;
     readonly partitions: readonly {
       readonly partition: number;
       readonly lastMirrored: string | null;
+      /** Absent in events before 2026-12-07. */
+      readonly oldPrimaryStart?: string;
       readonly oldPrimaryEnd: string;
       readonly reason: string;
       readonly divergent: { readonly from: string; readonly to: string; readonly records: number | null } | null;

@@ -159,6 +159,8 @@ export function decide(command: MirrorCommand, state: Mirror): MirrorEvent[] {
     case 'DeleteMirror':
       return decideDelete(state);
     case 'CompleteMirrorDeletion':
+      // Completing a completed deletion (a retry whose first attempt committed) changes nothing.
+      if (state.state === 'deleted') return [];
       requireMirror(state);
       if (stepMirror(state.state!, { type: 'DELETE_COMPLETED' }) === undefined) {
         throw new KmirrorError('INVALID_CLUSTER_MIRROR_STATES', `mirror ${state.name} is ${state.state}, not deleting: nothing to complete`, {
@@ -305,9 +307,9 @@ function decideDelete(state: Mirror): MirrorEvent[] {
       if (status.state !== 'STOPPED') notStopped.push({ ref: { topic, partition }, status, code: 'CLUSTER_MIRROR_NOT_EMPTY' });
     });
   }
-  if (state.state === 'deleting') {
-    throw new KmirrorError('INVALID_CLUSTER_MIRROR_STATES', `mirror ${state.name} is already being deleted`, { mirror: state.name, state: state.state });
-  }
+  // Deleting a mirror that is being deleted joins that deletion (a retry whose first attempt
+  // committed, or an operator repeating a delete that failed after this step): nothing to record.
+  if (state.state === 'deleting') return [];
   if (stepMirror(state.state, { type: 'DELETE_REQUESTED', partitionsNotStopped: notStopped.length }) === undefined) {
     throw refusalError('DeleteMirror', state, notStopped);
   }

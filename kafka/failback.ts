@@ -11,17 +11,21 @@
 //   the boundary record differs (unclean election) → recreate and mirror in full; what A holds
 //                                                    from the first offset where A and B differ
 //                                                    (found by bisection: the logs share a prefix,
-//                                                    then part) is a divergent range like a tail.
-// A topic is recreated when any of its partitions needs it.
+//                                                    then part) is a divergent range like a tail;
+//   no position recorded (nothing reached B before  → recreate; everything A holds is divergent
+//   the failover, or a partition B never had)         (B has none of it).
+// A topic is recreated when any of its partitions needs it, or when A has more partitions than B
+// (those were never mirrored); when B has more, A's topic grows to B's count.
 import type { Admin } from 'kafkajs';
 import { createTopicsAndWait } from './admin.ts';
 import { boundaryChecksum, partitionKey, recordsAt } from './copier.ts';
 import { kafkaFailure } from './errors.ts';
 import { endOffsets } from './offsets.ts';
-import { KafkaAnswerError, type RawCluster } from './protocol.ts';
+import { IsolationLevel, KafkaAnswerError, type RawCluster } from './protocol.ts';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { isKmirrorError } from '../domain/errors.ts';
 import { readCommitted, recordChecksum } from './verify.ts';
-import { encodeBatch, nextSequence, type RecordToEncode } from './wire.ts';
+import { encodeBatch, nextSequence, type DecodedRecord, type RecordToEncode } from './wire.ts';
 
 export type FailbackAction = 'continue' | 'recreate';
 
@@ -44,6 +48,8 @@ export interface PartitionFailback {
 export interface TopicFailback {
   readonly topic: string;
   readonly action: FailbackAction;
+  /** The new primary's partition count: the old primary's topic grows to it when it continues. */
+  readonly partitionCount: number;
   readonly partitions: readonly PartitionFailback[];
 }
 
@@ -61,22 +67,34 @@ export interface PreparedFailback extends TopicFailback {
 export async function planFailback(
   oldPrimary: RawCluster,
   newPrimary: RawCluster,
-  topics: readonly { readonly topic: string; readonly partitions: readonly number[] }[],
+  mirrored: readonly { readonly topic: string; readonly partitions: readonly number[] }[],
   recorded: ReadonlyMap<string, { readonly offset: bigint; readonly checksum: string } | null>,
 ): Promise<TopicFailback[]> {
+  // Every partition either side has: the mirror's, and any the old primary grew that were never
+  // mirrored (they hold only its own records).
+  const shapes = await Promise.all(
+    mirrored.map(async ({ topic, partitions }) => {
+      const [onOld, onNew] = await Promise.all([partitionCount(oldPrimary, topic), partitionCount(newPrimary, topic)]);
+      const all = new Set([...partitions, ...Array.from({ length: onOld }, (_, i) => i)]);
+      return { topic, partitions: [...all].sort((a, b) => a - b), onOld, onNew };
+    }),
+  );
+  const topics = shapes.map(({ topic, partitions }) => ({ topic, partitions }));
+  const onNewPrimary = shapes.map(({ topic, partitions, onNew }) => ({ topic, partitions: partitions.filter((p) => p < onNew) }));
   const [ends, starts, newStarts] = await Promise.all([
     endOffsets(oldPrimary, topics, 'destination'),
     endOffsets(oldPrimary, topics, 'destination', 'earliest'),
-    endOffsets(newPrimary, topics, 'source', 'earliest'),
+    endOffsets(newPrimary, onNewPrimary, 'source', 'earliest'),
   ]);
   const boundaries = topics.flatMap(({ topic, partitions }) =>
     partitions.flatMap((partition) => {
       const k = partitionKey(topic, partition);
       const end = ends.get(k);
       const lmo = recorded.get(k);
-      if (end === undefined || end === 0n) return [];
+      // Without a position nothing is compared (all the old primary holds is its own).
+      if (end === undefined || end === 0n || lmo === null || lmo === undefined) return [];
       // The record to compare: the one before LMO, or A's last when A ends before LMO.
-      const at = lmo === null || lmo === undefined ? end - 1n : (end < lmo.offset ? end : lmo.offset) - 1n;
+      const at = (end < lmo.offset ? end : lmo.offset) - 1n;
       return at >= (starts.get(k) ?? 0n) ? [{ topic, partition, offset: at }] : [];
     }),
   );
@@ -89,7 +107,9 @@ export async function planFailback(
     if (end === undefined) return { topic, partition, lastMirrored: lmo?.offset.toString() ?? null, oldPrimaryStart: '0', oldPrimaryEnd: '0', action: 'recreate', reason: 'missing', divergent: null };
     const start = starts.get(k) ?? 0n;
     const base = { topic, partition, lastMirrored: lmo?.offset.toString() ?? null, oldPrimaryStart: start.toString(), oldPrimaryEnd: end.toString() };
-    if (lmo === null) return { ...base, action: 'recreate', reason: 'no-position', divergent: null };
+    // Nothing of this partition reached the new primary before the failover: all the old primary
+    // holds is its own.
+    if (lmo === null) return { ...base, action: 'recreate', reason: 'no-position', divergent: end > start ? { from: start.toString(), to: end.toString() } : null };
     const old = onOld.get(k);
     // The boundary compared: before LMO, or A's last offset when A ends before LMO.
     const at = (end < lmo.offset ? end : lmo.offset) - 1n;
@@ -113,12 +133,36 @@ export async function planFailback(
   };
   // One partition at a time: a mismatch bisects with a fetch pair per step.
   const plans: TopicFailback[] = [];
-  for (const { topic, partitions } of topics) {
+  for (const { topic, partitions, onOld, onNew } of shapes) {
     const planned: PartitionFailback[] = [];
     for (const partition of partitions) planned.push(await planPartition(topic, partition));
-    plans.push({ topic, action: planned.some((p) => p.action === 'recreate') ? 'recreate' : 'continue', partitions: planned });
+    const recreate = planned.some((p) => p.action === 'recreate') || onOld > onNew;
+    plans.push({ topic, action: recreate ? 'recreate' : 'continue', partitionCount: onNew, partitions: planned });
   }
   return plans;
+}
+
+/** Partitions of `topics` where a transaction is open (the LSO is below the high watermark), as
+ *  `topic-partition (LSO x, end y)`. Topics the cluster lacks are skipped. */
+export async function openTransactions(cluster: RawCluster, topics: readonly string[]): Promise<string[]> {
+  const shapes = (await Promise.all(topics.map(async (topic) => ({ topic, partitions: Array.from({ length: await partitionCount(cluster, topic) }, (_, i) => i) })))).filter((t) => t.partitions.length > 0);
+  const [stable, ends] = await Promise.all([endOffsets(cluster, shapes, 'source'), endOffsets(cluster, shapes, 'destination')]);
+  const open: string[] = [];
+  for (const [k, end] of ends) {
+    const lso = stable.get(k);
+    if (lso !== undefined && lso < end) open.push(`${k.replace('\u0000', '-')} (LSO ${lso}, end ${end})`);
+  }
+  return open;
+}
+
+/** A topic's partition count on a cluster, 0 when the cluster lacks it. */
+async function partitionCount(cluster: RawCluster, topic: string): Promise<number> {
+  try {
+    return (await cluster.partitions(topic)).length;
+  } catch (err) {
+    if (isKmirrorError(err, 'UNKNOWN_TOPIC')) return 0;
+    throw err;
+  }
 }
 
 /**
@@ -151,10 +195,22 @@ export async function countDivergentTails(cluster: RawCluster, topic: string, ta
   return counts;
 }
 
+/** The transactional id that writes an archive: under the prefix `kmirror-fill.` kmirror's
+ *  principal already holds on a mirror destination (docs/security.md). */
+export const archiveTransactionalId = (archiveTopic: string): string => `kmirror-fill.archive.${archiveTopic}`;
+
+/** An archive keeps what it holds until an operator deletes it: no retention by time or size. */
+export const ARCHIVE_TOPIC_CONFIGS: Readonly<Record<string, string>> = { 'cleanup.policy': 'delete', 'retention.ms': '-1', 'retention.bytes': '-1' };
+
 /**
  * Copy the divergent tails of a topic into a side topic on the old primary (same partition count;
- * keys, values, headers, timestamps kept; headers `kmirror.original.topic/partition/offset` added),
- * as read_committed consumers saw them. Returns the records archived per partition.
+ * partition p's tail goes to the archive's partition p; keys, values, headers, timestamps kept;
+ * headers `kmirror.original.topic/partition/offset` added), as read_committed consumers saw them.
+ * Returns the records the archive holds per partition.
+ *
+ * Resumable and fenced: every chunk is a committed transaction of one transactional id per
+ * archive, so a later attempt (a retry after a crash or a timeout) first fences any earlier one
+ * still running and aborts what it left open, then goes on after the last archived record.
  */
 export async function archiveDivergentTails(
   cluster: RawCluster,
@@ -163,49 +219,78 @@ export async function archiveDivergentTails(
   partitionCount: number,
   tails: readonly { readonly partition: number; readonly from: bigint; readonly to: bigint }[],
   archiveTopic: string,
+  onProgress: (archived: number) => void = () => {},
 ): Promise<Map<number, number>> {
   try {
-    await createTopicsAndWait(admin, [{ topic: archiveTopic, partitions: partitionCount, replicationFactor: Math.min(3, (await admin.describeCluster()).brokers.length) }]);
+    const replicationFactor = Math.min(3, (await admin.describeCluster()).brokers.length);
+    await createTopicsAndWait(admin, [{ topic: archiveTopic, partitions: partitionCount, replicationFactor, configs: ARCHIVE_TOPIC_CONFIGS }]);
   } catch (err) {
     throw kafkaFailure(err, `create the archive topic ${archiveTopic}`);
   }
+  const producer = await cluster.initTransactions(archiveTransactionalId(archiveTopic), 60_000);
   const counts = new Map<number, number>();
-  const stamp = await cluster.initProducerId();
+  let archived = 0;
   for (const { partition, from, to } of tails) {
+    const done = await archivedSoFar(cluster, archiveTopic, partition);
+    let count = done.count;
     let sequence = 0;
     let chunk: RecordToEncode[] = [];
-    let count = 0;
-    const flush = async (): Promise<void> => {
+    const commit = async (): Promise<void> => {
       if (chunk.length === 0) return;
-      const batch = encodeBatch(chunk, { ...stamp, baseSequence: sequence });
+      await cluster.addPartitionsToTxn(producer, archiveTopic, [partition]);
+      const batch = encodeBatch(chunk, { producerId: producer.producerId, producerEpoch: producer.producerEpoch, baseSequence: sequence, transactional: true });
       // A topic created a moment ago answers NOT_LEADER for a while: the same batch again (the same
       // sequence, so the broker keeps one copy) once the leader is known.
       for (let attempt = 0; ; attempt++) {
-        const [answer] = await cluster.produce({ leader: await cluster.leaderOf(archiveTopic, partition, attempt > 0), partitions: [{ topic: archiveTopic, partition, batch }] });
+        const [answer] = await cluster.produce({ leader: await cluster.leaderOf(archiveTopic, partition, attempt > 0), partitions: [{ topic: archiveTopic, partition, batch }], transactionalId: producer.transactionalId });
         if (answer?.error === undefined) break;
         if (!answer.error.retriable || attempt >= 30) throw new KafkaAnswerError(`archive ${archiveTopic}-${partition}: ${answer.error.type}`, answer.error);
         await sleep(200);
       }
+      await cluster.endTxn(producer, true);
       sequence = nextSequence(sequence, chunk.length);
+      count += chunk.length;
+      archived += chunk.length;
+      onProgress(archived);
       chunk = [];
     };
-    for await (const record of readCommitted(cluster, topic, partition, from, to)) {
+    const resumeAt = done.lastOriginalOffset === null ? from : done.lastOriginalOffset + 1n;
+    for await (const record of readCommitted(cluster, topic, partition, resumeAt > from ? resumeAt : from, to)) {
       chunk.push({
         timestamp: record.timestamp,
         key: record.key,
         value: record.value,
         headers: [
           ...record.headers,
-          { key: 'kmirror.original.topic', value: Buffer.from(topic) },
-          { key: 'kmirror.original.partition', value: Buffer.from(String(partition)) },
-          { key: 'kmirror.original.offset', value: Buffer.from(record.offset.toString()) },
+          { key: ARCHIVE_HEADERS.topic, value: Buffer.from(topic) },
+          { key: ARCHIVE_HEADERS.partition, value: Buffer.from(String(partition)) },
+          { key: ARCHIVE_HEADERS.offset, value: Buffer.from(record.offset.toString()) },
         ],
       });
-      count++;
-      if (chunk.length >= 500) await flush();
+      if (chunk.length >= 500) await commit();
     }
-    await flush();
+    await commit();
     counts.set(partition, count);
   }
   return counts;
+}
+
+/** The headers an archived record carries besides its own: where it was on the old primary. */
+export const ARCHIVE_HEADERS = { topic: 'kmirror.original.topic', partition: 'kmirror.original.partition', offset: 'kmirror.original.offset' } as const;
+
+/** What an archive partition holds already (committed): how many records, and the original offset
+ *  of the last. */
+async function archivedSoFar(cluster: RawCluster, archiveTopic: string, partition: number): Promise<{ readonly count: number; readonly lastOriginalOffset: bigint | null }> {
+  const [start, end] = await Promise.all([
+    cluster.listOffsets(archiveTopic, [partition], 'earliest').then((m) => m.get(partition)!),
+    cluster.listOffsets(archiveTopic, [partition], 'latest', IsolationLevel.READ_COMMITTED).then((m) => m.get(partition)!),
+  ]);
+  let count = 0;
+  let last: DecodedRecord | undefined;
+  for await (const record of readCommitted(cluster, archiveTopic, partition, start, end)) {
+    count++;
+    last = record;
+  }
+  const header = last?.headers.find((h) => h.key === ARCHIVE_HEADERS.offset)?.value;
+  return { count, lastOriginalOffset: header === undefined || header === null ? null : BigInt(header.toString()) };
 }

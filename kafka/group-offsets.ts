@@ -138,7 +138,10 @@ export async function planGroupOffsets(
       const clampedDown = sourceCommitted < end ? sourceCommitted : end;
       const target = clampedDown > start ? clampedDown : start;
       const current = destOffsets.get(k) ?? null;
-      const action: PartitionAction = current === target ? 'unchanged' : current !== null && current > target ? 'kept-ahead' : 'set';
+      // A commit ahead of the target is kept (the destination's own consumers got there, or a later
+      // read of the source's is coming) — unless it lies beyond the destination's end, which no
+      // mirrored record backs (VK12): then it is set back to the target.
+      const action: PartitionAction = current === target ? 'unchanged' : current !== null && current > target && current <= end ? 'kept-ahead' : 'set';
       planned.push({ topic, partition: Number(p), sourceCommitted, destinationCommitted: current, destinationEnd: end, target, clamped: target < sourceCommitted, action });
     }
     planned.sort((a, b) => (a.topic < b.topic ? -1 : a.topic > b.topic ? 1 : a.partition - b.partition));
@@ -158,21 +161,35 @@ export interface GroupSyncSummary {
   readonly durationMs: number;
 }
 
+/**
+ * Runs the commits of a sync, telling them which planned partitions may still be committed: a
+ * mirror's partition may have left the state the sync was planned for (a stop began) while the
+ * sync read the clusters. Default: all of them.
+ */
+export type CommitGuard = (commit: (selected: (topic: string, partition: number) => boolean) => Promise<void>) => Promise<void>;
+
 /** Plan and commit: the 'set' partitions of every group that is not active on the destination. */
 export async function syncGroupOffsets(
   source: { readonly admin: Admin },
   destination: { readonly admin: Admin; readonly raw: RawCluster },
   partitions: readonly { readonly topic: string; readonly partition: number }[],
   filter: GroupFilter,
+  guard: CommitGuard = (commit) => commit(() => true),
 ): Promise<{ readonly summary: GroupSyncSummary; readonly plans: readonly GroupPlan[] }> {
   const started = Date.now();
   const plans = await planGroupOffsets(source, destination, partitions, filter);
   let skippedActive = 0;
-  await eachLimit(
+  // Planned groups whose every partition left the planned state before the commit.
+  let withdrawn = 0;
+  await guard((selected) => eachLimit(
     plans.filter((p) => p.status === 'synced'),
     GROUP_CONCURRENCY,
     async (plan) => {
-      const sets = plan.partitions.filter((p) => p.action === 'set').map((p) => ({ topic: p.topic, partition: p.partition, offset: p.target }));
+      const sets = plan.partitions.filter((p) => p.action === 'set' && selected(p.topic, p.partition)).map((p) => ({ topic: p.topic, partition: p.partition, offset: p.target }));
+      if (sets.length === 0) {
+        withdrawn++;
+        return;
+      }
       try {
         await destination.raw.commitGroupOffsets(plan.group, sets);
       } catch (err) {
@@ -182,14 +199,14 @@ export async function syncGroupOffsets(
         skippedActive++;
       }
     },
-  );
+  ));
   return {
     plans,
     summary: {
       groups: plans.length,
-      synced: plans.filter((p) => p.status === 'synced').length - skippedActive,
+      synced: plans.filter((p) => p.status === 'synced').length - skippedActive - withdrawn,
       skippedActive: plans.filter((p) => p.status === 'skipped-active').length + skippedActive,
-      unchanged: plans.filter((p) => p.status === 'unchanged').length,
+      unchanged: plans.filter((p) => p.status === 'unchanged').length + withdrawn,
       clampedPartitions: plans.reduce((n, p) => n + p.partitions.filter((x) => x.clamped).length, 0),
       durationMs: Date.now() - started,
     },

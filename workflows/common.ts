@@ -54,6 +54,15 @@ export const waits = proxyActivities<KafkaAdmin>({
   retry: { initialInterval: '1 second', maximumInterval: '30 seconds' },
 });
 
+/** Long one-off work that heartbeats and resumes where an earlier attempt stopped (a failback's
+ *  archiving): as long as it takes, but a cluster that keeps failing it fails the operation after
+ *  about three minutes instead of retrying for ever. */
+export const resumable = proxyActivities<KafkaAdmin>({
+  startToCloseTimeout: '1 day',
+  heartbeatTimeout: '30 seconds',
+  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '30 seconds', maximumAttempts: 10 },
+});
+
 /** Data-plane tasks of the runner: one attempt each (the runner decides what a failure means),
  *  and a cancellation waits until the copier has really stopped producing. */
 export function dataPlane(heartbeatTimeoutMs: number) {

@@ -9,9 +9,9 @@
 // Input (Temporal UI: type `failback`, task queue `kmirror`, id `failback:<mirror>:<anything>`):
 //   {"mirror": "dr-east", "dryRun": true}
 //   {"mirror": "dr-east", "divergent": "archive", "actor": "alice", "reason": "east is back"}
-import { ApplicationFailure, executeChild, setHandler, workflowInfo } from '@temporalio/workflow';
+import { ApplicationFailure, executeChild, patched, setHandler, workflowInfo } from '@temporalio/workflow';
 import type { PreparedFailback } from '../kafka/failback.ts';
-import { asFailure, authorizeRequest, checkRequester, invalid, isStringArray, metadataOf, setSearchAttributes, short } from './common.ts';
+import { asFailure, authorizeRequest, checkRequester, invalid, isStringArray, metadataOf, resumable, setSearchAttributes, short } from './common.ts';
 import { createMirror } from './create-mirror.ts';
 import { progressQuery, type PartitionProgress, type Requester } from './messages.ts';
 import { partitionsOf, progressOver } from './progress.ts';
@@ -72,8 +72,11 @@ export async function failback(input: FailbackInput): Promise<FailbackResult> {
     }
     listed = partitionsOf(view.topics.filter((t) => topics.includes(t.topic)));
     const metadata = metadataOf(input);
+    // Archiving a long tail outlasts a short call: the activity heartbeats and resumes where an
+    // earlier attempt stopped (older histories called it with the short profile).
+    const preparing = patched('failback-prepare-heartbeats') ? resumable : short;
     const prepare = (dryRun: boolean) =>
-      short.prepareFailback({
+      preparing.prepareFailback({
         mirror,
         reverseMirror,
         topics,

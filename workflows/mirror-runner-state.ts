@@ -161,10 +161,14 @@ export class MirrorRunnerState {
   }
 
   /** A task ended with per-partition results (a copy or an alignment). Failed partitions are
-   *  queued for FailPartitions; the others become free for a new task. */
-  taskEnded(id: number, results: readonly PartitionResult[]): void {
+   *  queued for FailPartitions — only those still in the state the task served (a stop may have
+   *  begun meanwhile: a STOPPING partition is the stop's, not a failure), unless `anyState` (the
+   *  behaviour older histories recorded); the others become free for a new task. */
+  taskEnded(id: number, results: readonly PartitionResult[], anyState = false): void {
+    const task = this.tasks.get(id);
     for (const r of results) {
-      if (r.status === 'failed' && r.error !== undefined) {
+      const wanted = anyState || (task !== undefined && this.entries.get(key(r.topic, r.partition))?.state === WANTS[task.kind]);
+      if (r.status === 'failed' && r.error !== undefined && wanted) {
         this.fail({ topic: r.topic, partition: r.partition, code: r.error.code, message: r.error.message, retryable: r.error.retryable });
       }
     }

@@ -220,7 +220,7 @@ export async function mirrorRunner(input: MirrorRunnerInput): Promise<MirrorRunn
     void scope
       .run(() => run(task))
       .then(
-        (results) => state.taskEnded(task.id, results),
+        (results) => state.taskEnded(task.id, results, !patched('task-failures-only-in-served-state')),
         (err: unknown) => {
           const failure = failureOf(err);
           if (isStop(err) || failure === undefined) {

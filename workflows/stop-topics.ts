@@ -191,7 +191,16 @@ export async function stopTopics(mode: 'failover' | 'promote', input: PromoteInp
     if (mode === 'promote') {
       // Records that arrived between the last lag check and the stop: copy them too.
       step = 'copying what arrived while stopping';
-      await dataPlane(30_000).drainPartitions({ mirror, assignments: selectionOf(refs) });
+      const drained = await dataPlane(30_000).drainPartitions({ mirror, assignments: selectionOf(refs) });
+      // Zero loss or no promote: a partition whose last copy failed is not made writable.
+      const failed = drained.partitions.filter((p) => p.status === 'failed');
+      if (patched('promote-checks-its-drain') && (failed.length > 0 || drained.leaseLost)) {
+        const first = failed[0];
+        throw ApplicationFailure.nonRetryable(
+          `${first === undefined ? 'another worker took the partitions\' lease during' : `${first.topic}-${first.partition} failed in`} promote's last copy${first?.error ? ` (${first.error.code}: ${first.error.message})` : ''}${failed.length > 1 ? ` (and ${failed.length - 1} more)` : ''}: nothing was made writable; the partitions stay STOPPING — promote again (it copies what is left), or use \`kmirror failover\``,
+          first?.error?.code ?? 'LEASE_LOST',
+        );
+      }
     }
     if (offsets.source.reachable) {
       // The final consumer-group sync, so consumers moved to the destination start where they left off.

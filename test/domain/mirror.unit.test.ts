@@ -280,11 +280,14 @@ describe('DeleteMirror', () => {
     given(...stopped).when({ type: 'DeleteMirror', mirror: M }).then([{ type: 'MirrorDeletionStarted', data: { mirror: M } }]);
     const deleting = [...stopped, { type: 'MirrorDeletionStarted', data: { mirror: M } } as MirrorEvent];
     given(...deleting).when({ type: 'StartTopics', mirror: M, topics: [{ topic: 'x', partitionCount: 1 }] }).thenFails('INVALID_CLUSTER_MIRROR_STATES', /is deleting/);
-    given(...deleting).when({ type: 'DeleteMirror', mirror: M }).thenFails('INVALID_CLUSTER_MIRROR_STATES', /already being deleted/);
+    // Repeated (a retry after the first attempt committed): joins the deletion, records nothing.
+    given(...deleting).when({ type: 'DeleteMirror', mirror: M }).then([]);
     given(...deleting).when({ type: 'CompleteMirrorDeletion', mirror: M }).then([{ type: 'MirrorDeleted', data: { mirror: M } }]);
     const deleted = given(...deleting, { type: 'MirrorDeleted', data: { mirror: M } });
     expect(deleted.state).toMatchObject({ state: 'deleted', topics: new Map() });
     deleted.when({ type: 'PauseTopics', mirror: M, partitions: 'all' }).thenFails('UNKNOWN_CLUSTER_MIRROR');
+    deleted.when({ type: 'CompleteMirrorDeletion', mirror: M }).then([]);
+    given().when({ type: 'CompleteMirrorDeletion', mirror: M }).thenFails('UNKNOWN_CLUSTER_MIRROR');
   });
 
   it('deletes a mirror that never had topics', () => given(created).when({ type: 'DeleteMirror', mirror: M }).then([{ type: 'MirrorDeletionStarted', data: { mirror: M } }]));

@@ -26,13 +26,15 @@ describe('consumer-group offset sync', () => {
     await dst.connect();
     await dst.send({ topic, messages: messages(100, 2) }); // destination: 50 per partition (the mirror lags)
     await dst.disconnect();
-    const [behind, within, ahead, busy] = ['behind', 'within', 'ahead', 'busy'].map((n) => randomName(n));
+    const [behind, within, ahead, busy, beyond] = ['behind', 'within', 'ahead', 'busy', 'beyond'].map((n) => randomName(n));
     const commit = (cluster: typeof f.source, group: string, offset: bigint) =>
       cluster.commitGroupOffsets(group, [0, 1].map((partition) => ({ topic, partition, offset })));
     await commit(f.source, behind!, 80n); // the destination has only 50: clamped
     await commit(f.source, within!, 20n);
     await commit(f.source, ahead!, 30n);
     await commit(f.dest, ahead!, 45n); // a destination commit ahead of the target is kept
+    await commit(f.source, beyond!, 30n);
+    await commit(f.dest, beyond!, 70n); // … but not one beyond the destination's end (50): set back
     await commit(f.source, busy!, 10n);
     // `busy` has a member on the destination.
     const consumer = f.destKafka.consumer({ groupId: busy!, sessionTimeout: 10_000 });
@@ -42,16 +44,18 @@ describe('consumer-group offset sync', () => {
     await expect.poll(async () => (await f.destAdmin.describeGroups([busy!])).groups[0]!.members.length, { timeout: 30_000 }).toBeGreaterThan(0);
 
     const partitions = [0, 1].map((partition) => ({ topic, partition }));
-    const filter = { include: [`(${[behind, within, ahead, busy].join('|')})`], exclude: [] };
+    const filter = { include: [`(${[behind, within, ahead, busy, beyond].join('|')})`], exclude: [] };
     const plans = await planGroupOffsets({ admin: f.sourceAdmin }, { admin: f.destAdmin, raw: f.dest }, partitions, filter);
     const byGroup = new Map(plans.map((p) => [p.group, p]));
     expect(byGroup.get(behind!)).toMatchObject({ status: 'synced', partitions: [{ target: 50n, clamped: true, action: 'set' }, { target: 50n, clamped: true }] });
     expect(byGroup.get(within!)).toMatchObject({ status: 'synced', partitions: [{ target: 20n, clamped: false, action: 'set' }, { target: 20n }] });
     expect(byGroup.get(ahead!)).toMatchObject({ status: 'unchanged', partitions: [{ target: 30n, destinationCommitted: 45n, action: 'kept-ahead' }, { action: 'kept-ahead' }] });
     expect(byGroup.get(busy!)).toMatchObject({ status: 'skipped-active' });
+    expect(byGroup.get(beyond!)).toMatchObject({ status: 'synced', partitions: [{ target: 30n, destinationCommitted: 70n, destinationEnd: 50n, action: 'set' }, { action: 'set' }] });
 
     const { summary } = await syncGroupOffsets({ admin: f.sourceAdmin }, { admin: f.destAdmin, raw: f.dest }, partitions, filter);
-    expect(summary).toMatchObject({ groups: 4, synced: 2, skippedActive: 1, unchanged: 1, clampedPartitions: 2 });
+    expect(summary).toMatchObject({ groups: 5, synced: 3, skippedActive: 1, unchanged: 1, clampedPartitions: 2 });
+    expect(await committed(beyond!, topic)).toEqual(['30', '30']);
     expect(await committed(behind!, topic)).toEqual(['50', '50']);
     expect(await committed(within!, topic)).toEqual(['20', '20']);
     expect(await committed(ahead!, topic)).toEqual(['45', '45']);
@@ -60,6 +64,11 @@ describe('consumer-group offset sync', () => {
     const again = await syncGroupOffsets({ admin: f.sourceAdmin }, { admin: f.destAdmin, raw: f.dest }, partitions, { include: [busy!], exclude: [] });
     expect(again.summary).toMatchObject({ synced: 1 });
     expect(await committed(busy!, topic)).toEqual(['10', '10']);
+    // A guard withholding partition 1 (it left the state the sync was planned for): only 0 is committed.
+    await commit(f.source, within!, 25n);
+    const guarded = await syncGroupOffsets({ admin: f.sourceAdmin }, { admin: f.destAdmin, raw: f.dest }, partitions, { include: [within!], exclude: [] }, (run) => run((_, partition) => partition === 0));
+    expect(guarded.summary).toMatchObject({ synced: 1 });
+    expect(await committed(within!, topic)).toEqual(['25', '20']);
     // The filter leaves other groups out.
     expect(await planGroupOffsets({ admin: f.sourceAdmin }, { admin: f.destAdmin, raw: f.dest }, partitions, { include: ['nothing-matches'], exclude: [] })).toEqual([]);
   });

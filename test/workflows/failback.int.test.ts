@@ -140,6 +140,56 @@ describe('failback', () => {
     await roundTrip(mirror, topic);
   });
 
+  it('partitions that reached the new primary with nothing, and a partition the old primary grew, are archived whole — never dropped with the recreated topic', async () => {
+    // Failed over while both partitions were empty: no position is recorded for them.
+    const { mirror, topic } = await mirrored(2, 0);
+    await run('failover', { mirror, allTopics: true });
+    // The old primary then took writes, and grew a third partition the mirror never saw.
+    await t.sourceAdmin.createPartitions({ topicPartitions: [{ topic, count: 3 }] });
+    await splitBrain(topic);
+    const stray = t.sourceKafka.producer();
+    await stray.connect();
+    await stray.send({ topic, messages: [{ partition: 2, key: 'grown-1', value: 'only in the grown partition' }] });
+    await stray.disconnect();
+
+    const dry = await run('failback', { mirror, dryRun: true });
+    expect(dry.topics).toMatchObject([
+      {
+        topic,
+        action: 'recreate',
+        partitionCount: 2,
+        partitions: [
+          { partition: 0, reason: 'no-position', lastMirrored: null, divergent: { from: '0', to: '2', records: 2 } },
+          { partition: 1, reason: 'no-position', divergent: { from: '0', to: '1', records: 1 } },
+          { partition: 2, reason: 'no-position', divergent: { from: '0', to: '1', records: 1 } },
+        ],
+      },
+    ]);
+    const result = await run('failback', { mirror });
+    const archiveTopic = result.topics[0]!.archiveTopic!;
+    t.track(archiveTopic);
+    const archived: string[] = [];
+    for (const p of all(3)) for await (const r of readCommitted(t.source, archiveTopic, p, 0n, (await t.source.listOffsets(archiveTopic, [p], 'latest')).get(p)!)) archived.push(`${r.key}@${p}`);
+    expect(archived.sort()).toEqual(['grown-1@2', 'late-1@0', 'late-2@0', 'late-3@1']);
+    // Recreated with the new primary's 2 partitions, and mirrored back.
+    expect((await t.source.partitions(topic)).length).toBe(2);
+    await roundTrip(mirror, topic);
+  });
+
+  it('a failback run again after it prepared a topic reuses that decision (the topic gone, the archive named) and refuses a topic the reverse mirror owns', async () => {
+    const { mirror, topic } = await failedOver();
+    await splitBrain(topic);
+    const first = await run('failback', { mirror });
+    const archiveTopic = first.topics[0]!.archiveTopic!;
+    t.track(archiveTopic);
+    // The reverse mirror owns the recreated topic now: a second failback must not touch it.
+    expect(await refusal('failback', { mirror })).toMatchObject({ code: 'TOPIC_ALREADY_IN_CLUSTER_MIRROR', message: expect.stringContaining(`${mirror}-reverse`) });
+    expect(await refusal('failback', { mirror, dryRun: true })).toMatchObject({ code: 'TOPIC_ALREADY_IN_CLUSTER_MIRROR' });
+    const prepared = (await readStream(t.db, mirrorStreamId(mirror))).filter((e) => e.type === 'FailbackTopicPrepared');
+    expect(prepared).toHaveLength(1);
+    await roundTrip(mirror, topic);
+  });
+
   it('refuses a mirror that never failed over', async () => {
     const mirror = randomName('m');
     const topic = await t.sourceTopic({ partitions: 1 });

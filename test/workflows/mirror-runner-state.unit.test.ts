@@ -88,6 +88,18 @@ describe('MirrorRunnerState', () => {
     expect(s.takeFailures()).toEqual([]);
   });
 
+  it('a copy failure of a partition a stop took meanwhile is not queued (the stop owns it); older histories queued it', () => {
+    const failed = { topic: 'a', partition: 0, status: 'failed' as const, nextOffset: '5', error: { code: 'CLUSTER_UNREACHABLE', message: 'x', retryable: true } };
+    for (const anyState of [false, true]) {
+      const s = new MirrorRunnerState('m', oneCopy);
+      s.apply([view('a', ['MIRRORING'])], 0);
+      const [copy] = s.tasksToStart();
+      s.apply([view('a', ['STOPPING'])], 0);
+      s.taskEnded(copy!.id, [failed], anyState);
+      expect(s.takeFailures().length).toBe(anyState ? 1 : 0);
+    }
+  });
+
   it('a task that failed as a whole fails every partition it held; one that vanished counts as a restart', () => {
     const s = new MirrorRunnerState('m', oneCopy);
     s.apply([view('a', ['MIRRORING', 'MIRRORING'])], 0);
