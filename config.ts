@@ -129,6 +129,21 @@ export function requireVar(env: Env, name: string): string {
   return value;
 }
 
+/** DATABASE_URL, checked to be a postgres:// URL. Never echoed: it may hold a password. */
+function databaseUrl(env: Env): string {
+  const value = requireVar(env, 'DATABASE_URL');
+  let protocol: string | undefined;
+  try {
+    protocol = new URL(value).protocol;
+  } catch {
+    protocol = undefined;
+  }
+  if (protocol !== 'postgres:' && protocol !== 'postgresql:') {
+    throw new KmirrorError('INVALID_CONFIG', 'DATABASE_URL is not a postgres:// URL (postgres://user[:password]@host:port/database)');
+  }
+  return value;
+}
+
 /** Strict boolean parsing: never Boolean(process.env.X). */
 export function parseBoolean(name: string, value: string | undefined, fallback: boolean): boolean {
   if (value === undefined || value === '') return fallback;
@@ -153,7 +168,7 @@ export function loadConfig(env: Env = process.env): Config {
     throw new KmirrorError('INVALID_CONFIG', `KMIRROR_LOG_LEVEL='${logLevel}' is not one of debug, info, warn, error`);
   }
   return Object.freeze({
-    databaseUrl: requireVar(env, 'DATABASE_URL'),
+    databaseUrl: databaseUrl(env),
     temporal: Object.freeze({
       address: env.TEMPORAL_ADDRESS ?? '127.0.0.1:7233',
       namespace: env.TEMPORAL_NAMESPACE ?? 'default',

@@ -418,6 +418,24 @@ export function createKafkaAdminActivities(deps: { readonly db: Db; readonly cli
     /** Refuse destination topics that exist but are not an exact prefix of their source (before
      *  anything is appended or created). */
     async inspectDestination(input: { readonly mirror: string; readonly topics: readonly ResolvedTopic[] }): Promise<{ readonly missing: readonly string[] }> {
+      // Another mirror writing the same destination topic would interleave two copies in one log.
+      const m = await clients.mirror(input.mirror);
+      const taken = input.topics.length === 0 ? undefined : await db
+        .selectFrom('mirror_partitions')
+        .innerJoin('mirrors', 'mirrors.name', 'mirror_partitions.mirror')
+        .select(['mirror_partitions.mirror', 'mirror_partitions.topic', 'mirror_partitions.state'])
+        .where('mirrors.destination_cluster', '=', m.destinationCluster)
+        .where('mirror_partitions.mirror', '!=', input.mirror)
+        .where('mirror_partitions.topic', 'in', input.topics.map((t) => t.topic))
+        .where('mirror_partitions.state', '!=', 'STOPPED')
+        .executeTakeFirst();
+      if (taken !== undefined) {
+        throw new KmirrorError(
+          'TOPIC_ALREADY_IN_CLUSTER_MIRROR',
+          `topic ${taken.topic} is mirrored into ${m.destinationCluster} by mirror ${taken.mirror} already (${taken.state}); one destination topic has one writer — stop it there first (failover or promote), or mirror into another cluster`,
+          { mirror: taken.mirror, topic: taken.topic },
+        );
+      }
       const { source, destination } = await pair(input.mirror);
       const inspected = await inspectDestination(source.raw, destination.raw, destination.admin, input.topics);
       return { missing: inspected.filter((t) => t.missing).map((t) => t.topic) };

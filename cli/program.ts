@@ -40,6 +40,8 @@ export function buildProgram(output: Output = processOutput, context?: (ctx: Cli
     .helpOption('-h, --help', 'show help for kmirror or a command')
     .helpCommand('help [command]', 'show help for a command')
     .addHelpText('after', environmentHelp)
+    // Every command's help lists --json, --actor and --reason, which it takes too.
+    .configureHelp({ showGlobalOptions: true })
     .showSuggestionAfterError()
     .exitOverride()
     .configureOutput({

@@ -6,6 +6,7 @@ import { fileURLToPath } from 'node:url';
 import { FileMigrationProvider, Migrator } from 'kysely/migration';
 import { KmirrorError } from '../domain/errors.ts';
 import type { Db } from './database.ts';
+import { databaseFailure } from './errors.ts';
 
 const migrationFolder = path.join(path.dirname(fileURLToPath(import.meta.url)), 'migrations');
 
@@ -21,6 +22,9 @@ export async function migrateToLatest(db: Db): Promise<readonly string[]> {
   const { error, results } = await createMigrator(db).migrateToLatest();
   const failed = results?.find((r) => r.status === 'Error');
   if (error !== undefined) {
+    // Postgres away (refused, reset, name not resolved) is that, not a bad migration.
+    const away = databaseFailure(error);
+    if (away !== undefined) throw away;
     throw new KmirrorError('INVALID_CONFIG', `database migration ${failed?.migrationName ?? '(none)'} failed: ${(error as Error).message ?? String(error)}`, {}, { cause: error });
   }
   return (results ?? []).map((r) => r.migrationName);

@@ -170,7 +170,7 @@ export function decide(command: MirrorCommand, state: Mirror): MirrorEvent[] {
       }
       return [{ type: 'MirrorDeleted', data: { mirror: state.name } }];
     default: {
-      const targets = select(state, command.partitions);
+      const targets = select(state, command.partitions).filter((t) => command.partitions !== 'all' || !settledFor(command.type, t.status.state));
       const build = partitionEventBuilder(command);
       return checked(command.type, state, targets.map(build));
     }
@@ -339,6 +339,18 @@ function partitionOf(state: Mirror, topic: string, partition: number): Partition
     );
   }
   return status;
+}
+
+/**
+ * Partitions a whole-mirror pause or resume (`--all-topics`) passes over instead of refusing: those
+ * already where the command leads (PAUSING/PAUSED for a pause, MIRRORING for a resume), and those
+ * failed over (STOPPING/STOPPED) that neither applies to. Named topics are refused as before.
+ */
+function settledFor(commandType: MirrorCommand['type'], state: string): boolean {
+  if (state === 'STOPPING' || state === 'STOPPED') return commandType === 'PauseTopics' || commandType === 'ResumeTopics';
+  if (commandType === 'PauseTopics') return state === 'PAUSING' || state === 'PAUSED';
+  if (commandType === 'ResumeTopics') return state === 'MIRRORING';
+  return false;
 }
 
 function select(state: Mirror, selection: PartitionSelection): Selected[] {

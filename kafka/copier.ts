@@ -706,6 +706,19 @@ class Copier {
             sourceEnd: o.srcHighWatermark.toString(),
           }),
         );
+      } else if (end > o.srcEnd) {
+        // The copier never copies past the source's LSO, and the LSO does not move back: a
+        // destination ending beyond it holds records nothing can compare yet (the source's are in a
+        // transaction still open), so they are not the mirror's.
+        this.fail(
+          state,
+          new KmirrorError('OFFSET_DIVERGENCE', `destination ${state.topic}-${state.partition} ends at ${end}, beyond the source's last stable offset ${o.srcEnd} (a transaction is open there), which the mirror never copies past: something else wrote it`, {
+            topic: state.topic,
+            partition: state.partition,
+            destinationEnd: end.toString(),
+            sourceLastStable: o.srcEnd.toString(),
+          }),
+        );
       } else if (end < o.srcStart) {
         // Records in [end, srcStart) were never mirrored. A destination that holds nothing and was
         // never aligned is a new mirror partition; any other is one the source's retention overtook.

@@ -46,6 +46,20 @@ describe('withEnvFile', () => {
     expect(config.secretKey.length).toBe(32);
   });
 
+  it('a DATABASE_URL that is not a postgres:// URL is INVALID_CONFIG, never echoed (it may hold a password)', () => {
+    for (const url of ['notaurl', 'mysql://u:s3cret-pw@h/db', 'postgres//u:s3cret-pw@h']) {
+      const file = envFile(`DATABASE_URL=${url}\nKMIRROR_SECRET_KEY=${key}\n`);
+      let error: unknown;
+      try {
+        loadConfig(withEnvFile({ KMIRROR_ENV_FILE: file }).env);
+      } catch (err) {
+        error = err;
+      }
+      expect(error).toMatchObject({ code: 'INVALID_CONFIG', message: expect.stringContaining('DATABASE_URL is not a postgres:// URL') });
+      expect((error as Error).message).not.toContain('s3cret-pw');
+    }
+  });
+
   it('/dev/null reads nothing, and leaves the environment alone', () => {
     const explicit = { KMIRROR_ENV_FILE: '/dev/null', TEMPORAL_ADDRESS: 'x:1' };
     const { env, fromFile } = withEnvFile(explicit);

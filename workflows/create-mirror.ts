@@ -2,7 +2,7 @@
 // cluster, after checking both answer, and start its runner.
 // Input (Temporal UI: type `createMirror`, task queue `kmirror`, id `create:<mirror>`):
 //   {"mirror": "dr-east", "sourceCluster": "east", "destinationCluster": "west", "actor": "alice", "reason": "…"}
-import { setHandler } from '@temporalio/workflow';
+import { ApplicationFailure, setHandler } from '@temporalio/workflow';
 import type { ClusterCheck } from '../activities/kafka-admin.ts';
 import { asFailure, authorizeRequest, checkRequester, invalid, isStringArray, metadataOf, setSearchAttributes, short } from './common.ts';
 import { progressQuery, runnerWorkflowId, type Requester } from './messages.ts';
@@ -52,6 +52,13 @@ export async function createMirror(input: CreateMirrorInput): Promise<CreateMirr
     const groupFilter = input.groups === undefined ? undefined : ({ type: 'SetGroupFilter', mirror, include: [...(input.groups.include ?? ['.*'])], exclude: [...(input.groups.exclude ?? [])] } as const);
     step = 'checking that both clusters answer';
     const [source, destination] = await short.checkClusters({ clusters: [sourceCluster, destinationCluster] });
+    // Two names for one cluster: the mirror would copy every topic onto itself.
+    if (source!.clusterId === destination!.clusterId) {
+      throw ApplicationFailure.nonRetryable(
+        `mirror ${mirror}: clusters ${sourceCluster} and ${destinationCluster} are the same Kafka cluster (id ${source!.clusterId}); a mirror copies from one cluster to another`,
+        'INVALID_ARGUMENT',
+      );
+    }
     step = 'recording the mirror';
     await short.applyMirrorCommand({ command, metadata });
     if (groupFilter !== undefined) await short.applyMirrorCommand({ command: groupFilter, metadata });

@@ -13,7 +13,7 @@ import { planGroupOffsets } from '../../kafka/group-offsets.ts';
 import { verifyPartition, type PartitionVerification } from '../../kafka/verify.ts';
 import { errorBody } from '../../errors-output.ts';
 import type { CliContext } from '../context.ts';
-import { table } from '../render.ts';
+import { fitTo, table } from '../render.ts';
 
 /** A partition as `describe --json` prints it (offsets and lag as decimal strings). */
 export interface DescribedPartition {
@@ -105,11 +105,15 @@ export async function describeLive(ctx: CliContext, mirror: string, options: { f
 function printDescribed(ctx: CliContext, d: DescribedMirror): void {
   const states = new Map<string, number>();
   let lag = 0n;
+  let known = 0;
   let lost = 0n;
   let losing = 0;
   for (const p of d.partitions) {
     states.set(p.state, (states.get(p.state) ?? 0) + 1);
-    if (p.lag !== null) lag += BigInt(p.lag);
+    if (p.lag !== null) {
+      lag += BigInt(p.lag);
+      known++;
+    }
     if (p.recordsLost !== '0') {
       lost += BigInt(p.recordsLost);
       losing++;
@@ -121,7 +125,12 @@ function printDescribed(ctx: CliContext, d: DescribedMirror): void {
       `mirror ${d.name} (${d.state}): ${reach(d.clusters.source)} → ${reach(d.clusters.destination)}`,
       `  include: ${d.include.join(' ') || '-'}   exclude: ${d.exclude.join(' ') || '-'}   records lost to source retention: ${d.onRecordsLost === 'fail' ? 'fail the partition' : 'record and continue'}`,
       `  partitions: ${[...states].map(([s, n]) => `${n} ${s}`).join(', ') || 'none'}`,
-      `  lag: ${lag.toLocaleString('en-US')} records${d.clusters.source.reachable && d.clusters.destination.reachable ? '' : ' (where both ends are known)'}`,
+      // A lag nobody could read is unknown, never 0 (which reads as "safe to fail over").
+      `  lag: ${
+        d.partitions.length > 0 && known === 0
+          ? 'unknown (no partition has both ends known)'
+          : `${lag.toLocaleString('en-US')} records${known < d.partitions.length ? ` (in the ${known} of ${d.partitions.length} partitions whose both ends are known)` : ''}`
+      }`,
       ...(lost > 0n ? [`  LOST to source retention before they were mirrored: ${lost.toLocaleString('en-US')} records in ${losing} partition(s) (\`kmirror history ${d.name}\` shows each range)`] : []),
       '',
     ].join('\n'),
@@ -230,7 +239,7 @@ export function mirrorCommands(ctx: CliContext): Command[] {
         ctx.print(
           table(
             ['#', 'TIME', 'TYPE', 'ACTOR', 'REASON', 'DATA'],
-            shown.map((e) => [e.version, e.time, e.type, e.actor, e.reason ?? '', JSON.stringify(e.data).slice(0, 120)]),
+            shown.map((e) => [e.version, e.time, e.type, e.actor, e.reason ?? '', fitTo(JSON.stringify(e.data), 120)]),
           ),
         );
         if (chain?.ok === true) ctx.print(`\nhash chain intact: ${chain.events} events verified (head ${chain.headHash.slice(0, 16)}…)`);

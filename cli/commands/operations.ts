@@ -103,7 +103,7 @@ function printFailed(ctx: CliContext, failed: readonly { topic: string; partitio
 
 function printChange(ctx: CliContext, verb: string, result: TopicsChangeResult): void {
   const states = Object.entries(result.states).map(([s, n]) => `${n} ${s}`).join(', ');
-  ctx.print(`${verb} ${result.partitions} partition(s) of mirror ${result.mirror}: ${states}`);
+  ctx.print(result.partitions === 0 ? `mirror ${result.mirror} has no partition to act on: nothing ${verb}` : `${verb} ${result.partitions} partition(s) of mirror ${result.mirror}: ${states}`);
   printFailed(ctx, result.failed);
 }
 

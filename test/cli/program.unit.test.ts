@@ -27,6 +27,17 @@ describe('kmirror --help', () => {
     expect(stdout).toMatch(/^  help \[command\]/m);
   });
 
+  it("every command's and subcommand's help lists the options it takes from the program (--json, --actor, --reason) and has an example", async () => {
+    const walk = (command: ReturnType<typeof buildProgram>, path: string[]): string[][] =>
+      command.commands.flatMap((c) => (c.commands.length > 0 ? walk(c, [...path, c.name()]) : [[...path, c.name()]]));
+    for (const path of walk(buildProgram(), [])) {
+      const { code, stdout } = await run(...path, '--help');
+      expect(code, path.join(' ')).toBe(0);
+      for (const option of ['--json', '--actor <name>', '--reason <text>']) expect(stdout, `${path.join(' ')} --help lists ${option}`).toContain(option);
+      expect(stdout, `${path.join(' ')} --help has an example`).toMatch(/Example/);
+    }
+  });
+
   it('help worker describes the worker command', async () => {
     const { code, stdout } = await run('help', 'worker');
     expect(code).toBe(0);

@@ -104,8 +104,17 @@ describe('pause and resume', () => {
 
   it('refuses to pause a partition that is being stopped', () =>
     given(...mirroring, ...each('PartitionStopRequested', 'orders', 3, { mode: 'promote' }))
-      .when({ type: 'PauseTopics', mirror: M, partitions: 'all' })
+      .when({ type: 'PauseTopics', mirror: M, partitions: [{ topic: 'orders' }] })
       .thenFails('MIRROR_TOPIC_BEING_STOPPED', /orders-0 is STOPPING/));
+
+  it('a whole-mirror pause or resume passes over partitions already there or failed over, and refuses the rest as before', () => {
+    const mixed = [...mirroring, { type: 'PartitionPauseRequested', data: { topic: 'orders', partition: 0 } }, { type: 'PartitionPaused', data: { topic: 'orders', partition: 0 } }, { type: 'PartitionStopRequested', data: { topic: 'orders', partition: 2, mode: 'failover' } }] as MirrorEvent[];
+    given(...mixed).when({ type: 'PauseTopics', mirror: M, partitions: 'all' }).then([{ type: 'PartitionPauseRequested', data: { topic: 'orders', partition: 1 } }]);
+    given(...mixed).when({ type: 'ResumeTopics', mirror: M, partitions: 'all' }).then([{ type: 'PartitionResumed', data: { topic: 'orders', partition: 0 } }]);
+    given(...mixed, { type: 'PartitionPauseRequested', data: { topic: 'orders', partition: 1 } }).when({ type: 'PauseTopics', mirror: M, partitions: 'all' }).then([]);
+    // Named, the same partitions are refused.
+    given(...mixed).when({ type: 'PauseTopics', mirror: M, partitions: [{ topic: 'orders' }] }).thenFails('INVALID_CLUSTER_MIRROR_STATES', /orders-0 is PAUSED.*orders-2 is STOPPING/);
+  });
 
   it('refuses to resume a partition that is not paused', () =>
     given(...mirroring).when({ type: 'ResumeTopics', mirror: M, partitions: [{ topic: 'orders' }] }).thenFails('MIRROR_TOPIC_NOT_PAUSED', /orders-0 is MIRRORING/));

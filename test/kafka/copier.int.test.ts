@@ -296,6 +296,28 @@ describe('offsets and fidelity', () => {
     expect(await f.dest.listOffsets(topic, [0], 'latest')).toEqual(new Map([[0, 101n]]));
   });
 
+  it('a foreign write beyond the source\'s last stable offset (a transaction open there) is caught, not adopted as unverifiable', async () => {
+    const topic = await f.topicPair({ partitions: 1 });
+    const producer = await f.producer();
+    await sendAll(producer, topic, messages(50, 1));
+    // A transaction opens at 50 with 5 records and stays open: the source's LSO is 50, its end 55.
+    const txProducer = f.sourceKafka.producer({ transactionalId: randomName('tx'), idempotent: true, maxInFlightRequests: 1 });
+    await txProducer.connect();
+    const open = await txProducer.transaction();
+    await open.send({ topic, messages: messages(5, 1, { from: 50 }) });
+    expect((await f.copy({ topic, partitions: [0], untilCaughtUp: true })).partitions[0]).toMatchObject({ nextOffset: 50n });
+    // While no copier runs, 2 foreign records land at 50 and 51: below the source's end, above its LSO,
+    // where the source's own records cannot be read (read_committed) to compare.
+    const intruder = f.destKafka.producer();
+    await intruder.connect();
+    await intruder.send({ topic, messages: [{ partition: 0, key: 'foreign-1', value: 'x' }, { partition: 0, key: 'foreign-2', value: 'y' }] });
+    await intruder.disconnect();
+    const result = await f.copy({ topic, partitions: [0], untilCaughtUp: true });
+    expect(result.partitions[0]).toMatchObject({ status: 'failed', error: { code: 'OFFSET_DIVERGENCE', details: { topic, partition: 0, destinationEnd: '52', sourceLastStable: '50' } } });
+    await open.abort();
+    await txProducer.disconnect();
+  });
+
   it('copies several topics in one copier (one fetch and one produce request per leader)', async () => {
     const a = await f.topicPair({ partitions: 2 });
     const b = await f.topicPair({ partitions: 3 });

@@ -15,7 +15,8 @@ import { createTopicsAndWait } from '../../kafka/admin.ts';
 import { createKafka } from '../../kafka/connection.ts';
 import { messages, sendAll } from '../support/mirror-fixture.ts';
 import { controlPlane, operationsOn, type ControlPlane } from '../support/control-plane.ts';
-import { destAppConnection, randomName } from '../support/stack.ts';
+import { destAppConnection, randomName, sourceConnection } from '../support/stack.ts';
+import { registerCluster } from '../../db/cluster-store.ts';
 
 let t: ControlPlane;
 beforeAll(async () => {
@@ -209,6 +210,14 @@ describe('a mirror from the first request to copying', () => {
     expect(await refusal('pauseTopics', { mirror, topics: ['not-in-mirror'] })).toMatchObject({ code: 'TOPIC_NOT_IN_CLUSTER_MIRROR' });
     expect(await refusal('resumeTopics', { mirror, topics: [topic] })).toMatchObject({ code: 'MIRROR_TOPIC_NOT_PAUSED' });
     expect(await refusal('pauseTopics', { mirror } as OperationInputs['pauseTopics'])).toMatchObject({ code: 'INVALID_ARGUMENT' });
+    // One destination topic, one writer: a second mirror into the same cluster may not start it.
+    const rival = randomName('rival');
+    await run('createMirror', { mirror: rival, sourceCluster: 'src', destinationCluster: 'dst' });
+    expect(await refusal('startTopics', { mirror: rival, topics: [topic] })).toMatchObject({ code: 'TOPIC_ALREADY_IN_CLUSTER_MIRROR', message: expect.stringContaining(`by mirror ${mirror}`) });
+    expect((await readStream(t.db, mirrorStreamId(rival))).map((e) => e.type)).toEqual(['MirrorCreated']);
+    // Two names for one cluster.
+    await registerCluster(t.db, t.config.secretKey, { cluster: 'src-again', connection: sourceConnection() }, { actor: 'test' });
+    expect(await refusal('createMirror', { mirror: randomName('self'), sourceCluster: 'src', destinationCluster: 'src-again' })).toMatchObject({ code: 'INVALID_ARGUMENT', message: expect.stringContaining('same Kafka cluster') });
     expect((await readStream(t.db, mirrorStreamId(mirror))).filter((e) => e.type !== 'PartitionPositionRecorded').length).toBe(
       (await readStream(t.db, mirrorStreamId(mirror))).slice(0, before).filter((e) => e.type !== 'PartitionPositionRecorded').length,
     );
