@@ -16,11 +16,21 @@
 //     records at their offsets and no source-aborted record is ever written.
 //  4. Resume. The destination's end offset is the checkpoint: every start re-reads it, and every
 //     recovery from an error re-reads it for the partitions whose position the error made uncertain
-//     (all of them after an error that is not a Resync), then continues from there with a fresh
-//     producer id (every partition's sequence restarts) — but only
+//     (all of them after an error that is not a Resync), then continues from there — but only
 //     after the destination's last record is compared with the source's record at that offset. A
 //     record written into the destination while no copier ran (a foreign write) differs there, and
-//     halts the partition with OFFSET_DIVERGENCE instead of being adopted.
+//     halts the partition with OFFSET_DIVERGENCE instead of being adopted; so does an end beyond
+//     the source's last stable offset (the copier never copies past it). A client reads a
+//     destination's end as its high watermark, which a follower slow to replicate holds below
+//     batches the leader has appended but not acknowledged (REQUEST_TIMED_OUT): the copier keeps
+//     its producer id across a resync when every re-read partition ends where one of its batches
+//     starts or ends, and sends from there with that batch's sequence, so the broker keeps one copy
+//     of a batch sent twice (or refuses a differently cut one until the first is visible) — a
+//     fresh producer id would have it appended again at the wrong offsets (the slow-follower
+//     drill). Otherwise (the first start, an end elsewhere, the producer id lost or fenced, or
+//     OUT_OF_ORDER_SEQUENCE_NUMBER for longer than outOfOrderPatienceMs) it takes a fresh one.
+//     A new owner after a takeover starts with a fresh producer id: the lease grace covers its
+//     predecessor's requests, not a batch still waiting for a slow follower (noted in the docs).
 //  5. One writer. Nothing is produced unless the lease is held (lease.validUntil() in the future,
 //     checked before every produce request); a failed renewal stops production at once. The lease's
 //     grace period must exceed the produce timeout (checked when the copier is built), so a new
@@ -106,6 +116,10 @@ export interface CopyOptions {
    *  copier wait fetchGatherWaitMs before fetching from that leader again. */
   readonly fetchGatherBytesPerPartition: number;
   readonly fetchGatherWaitMs: number;
+  /** How long a resync keeps the producer id while the destination answers
+   *  OUT_OF_ORDER_SEQUENCE_NUMBER (a batch sent again before its first copy became visible) before
+   *  it takes a fresh one (contract 4). */
+  readonly outOfOrderPatienceMs: number;
 }
 
 export const defaultCopyOptions: CopyOptions = Object.freeze({
@@ -120,10 +134,16 @@ export const defaultCopyOptions: CopyOptions = Object.freeze({
   fetchSessions: true,
   fetchGatherBytesPerPartition: 1024,
   fetchGatherWaitMs: 20,
+  outOfOrderPatienceMs: 60_000,
 });
 
 /** Header key of the last alignment filler (contract 2); its value is the offset aligned to. */
 export const ALIGNMENT_HEADER = 'kmirror.alignment';
+
+/** An alignment filler: no timestamp (-1), no key, no value, no header but the last one's mark. */
+function isAlignmentFiller(record: DecodedRecord): boolean {
+  return record.timestamp === -1n && record.key === null && record.value === null && record.headers.every((h) => h.key === ALIGNMENT_HEADER);
+}
 
 /** Partitions of one topic. Topics keep their name on the destination. */
 export interface TopicPartitions {
@@ -193,6 +213,8 @@ export interface CopyStats {
   gapOffsets: number;
   /** Partitions whose fill transaction was aborted on resync (one may have been left open). */
   openFillsAborted: number;
+  /** Resyncs that kept the producer id (every re-read partition ended at a batch of ours). */
+  producerKept: number;
   /** Source batches that went out merged with others (contract 7), and the partitions whose
    *  destination refused a merged batch as too large (they copy batch by batch since). */
   mergedBatches: number;
@@ -226,6 +248,7 @@ export function emptyCopyStats(): CopyStats {
     gapsFilled: 0,
     gapOffsets: 0,
     openFillsAborted: 0,
+    producerKept: 0,
     mergedBatches: 0,
     mergingStopped: 0,
     prefetchesUsed: 0,
@@ -290,6 +313,10 @@ interface PartitionState {
   noMerging?: boolean;
   /** See PartitionProgress.oldestUnmirroredMs. */
   fetchedTimestamp?: number;
+  /** Under the current producer id: the sequence a batch starting at each offset carries (the
+   *  starts and ends of the batches sent and not yet acknowledged, and the acknowledged end). A
+   *  resync that finds the destination ending at one of them keeps the producer (contract 4). */
+  sequenceAt?: Map<bigint, number>;
 }
 
 /** One batch to produce and where the source says it must land. */
@@ -374,6 +401,9 @@ class Resync extends Error {
   }
 }
 
+/** Answers meaning the destination no longer knows (or fenced) the copier's producer id. */
+const PRODUCER_LOST_ERRORS = new Set(['UNKNOWN_PRODUCER_ID', 'INVALID_PRODUCER_EPOCH', 'PRODUCER_FENCED']);
+
 /** Answers to a batch above the destination topic's max.message.bytes. */
 const TOO_LARGE_ERRORS = new Set(['MESSAGE_TOO_LARGE', 'RECORD_LIST_TOO_LARGE']);
 
@@ -438,6 +468,11 @@ class Copier {
   private readonly filler: GapFiller;
   private producer = { producerId: -1n, producerEpoch: 0 };
   private readonly sequences = new Map<string, number>();
+  /** The destination no longer knows our producer id (or fenced it): the next resync takes one. */
+  private producerLost = true;
+  /** When answers of OUT_OF_ORDER_SEQUENCE_NUMBER began (undefined: the last answer was fine): a
+   *  batch sent again while its first copy is not yet visible is refused so, for a while. */
+  private outOfOrderSince: number | undefined;
   /** Aborted when the caller aborts or the lease is lost: stops fetching, not in-flight acks. */
   private readonly stop = new AbortController();
   private leaseLost?: KmirrorError;
@@ -625,8 +660,8 @@ class Copier {
 
   /**
    * For the partitions `keys` names (all when absent): re-read where the destination starts and
-   * ends (the checkpoint) and the source's offsets; then take a fresh producer id (every
-   * partition's sequence restarts) and, per partition: refuse a destination beyond the source,
+   * ends (the checkpoint) and the source's offsets; then keep the producer id or take a fresh one
+   * (contract 4) and, per partition: refuse a destination beyond the source,
    * finish an interrupted alignment, compare the boundary record, and align partitions that end
    * below the source's log start (contract 4).
    */
@@ -685,11 +720,34 @@ class Copier {
         }),
       );
     }
-    this.producer = await destination.initProducerId();
-    this.sequences.clear();
+    // Keep the producer id when every re-read partition ends where a batch of ours starts or ends:
+    // a batch the destination appended but could not acknowledge yet (a follower slow to
+    // replicate holds its high watermark, the end a client can read, below it) is then sent again
+    // with the same sequence and kept once — the broker drops the copy, or refuses a differently
+    // cut one until the first becomes visible. A fresh producer id would have it appended twice.
+    if (this.outOfOrderSince !== undefined && Date.now() - this.outOfOrderSince > this.options.outOfOrderPatienceMs) this.producerLost = true;
+    const resumable = !this.producerLost && active.every((st) => st.status !== 'copying' || st.sequenceAt?.has(destEnd.get(st.key)!) === true);
+    if (resumable) {
+      for (const st of active) {
+        const end = destEnd.get(st.key)!;
+        const at = st.sequenceAt;
+        if (at === undefined || !at.has(end)) continue;
+        this.sequences.set(st.key, at.get(end)!);
+        for (const o of [...at.keys()]) if (o < end) at.delete(o);
+      }
+      this.stats.producerKept++;
+    } else {
+      this.producer = await destination.initProducerId();
+      this.producerLost = false;
+      this.outOfOrderSince = undefined;
+      this.sequences.clear();
+      // Every partition's sequence restarts at 0 where it ends now (the others have nothing in flight).
+      for (const st of this.states) st.sequenceAt = new Map([[destEnd.get(st.key) ?? st.next, 0]]);
+    }
     const toAlign: PartitionState[] = [];
     const alignmentChecks: { state: PartitionState; offset: bigint }[] = [];
     const boundaryChecks: { state: PartitionState; offset: bigint }[] = [];
+    const fillerChecks: { state: PartitionState; offset: bigint }[] = [];
     for (const state of active) {
       if (state.status !== 'copying') continue;
       const o = offsets.get(state.key)!;
@@ -723,11 +781,20 @@ class Copier {
         // Records in [end, srcStart) were never mirrored. A destination that holds nothing and was
         // never aligned is a new mirror partition; any other is one the source's retention overtook.
         if (end > 0n || o.destStart > 0n) state.skipped = { from: end, to: o.srcStart };
+        if (end > o.destStart) fillerChecks.push({ state, offset: end - 1n });
         toAlign.push(state);
       } else {
         if (o.destStart < o.srcStart) alignmentChecks.push({ state, offset: o.srcStart - 1n });
         if (end > o.srcStart && end > o.destStart) boundaryChecks.push({ state, offset: end - 1n });
       }
+    }
+    // A destination whose last record is an alignment filler was being aligned when a copier
+    // stopped: the range was recorded as lost then (before the fillers), and only the alignment is
+    // left to finish — not a second loss.
+    const lastRecords = await recordsAt(this.req.destination, fillerChecks.map((c) => ({ topic: c.state.topic, partition: c.state.partition, offset: c.offset })));
+    for (const { state } of fillerChecks) {
+      const last = lastRecords.get(state.key);
+      if (last?.kind === 'data' && isAlignmentFiller(last.record)) delete state.skipped;
     }
     await this.finishAlignments(alignmentChecks);
     await this.checkBoundaries(boundaryChecks);
@@ -1141,16 +1208,21 @@ class Copier {
       try {
         const { fillers } = await this.filler.fill(state.topic, state.partition, gap.from, gap.to);
         state.next = gap.to;
+        // Our producer's next batch goes on after the gap with the sequence it had before it.
+        state.sequenceAt = new Map([[gap.to, this.sequences.get(state.key) ?? state.sequenceAt?.get(gap.from) ?? 0]]);
         state.boundary = { offset: gap.to, leaderEpoch: gap.leaderEpoch, invisible: true };
         state.lastLeaderEpoch = gap.leaderEpoch;
         this.stats.gapsFilled++;
         this.stats.gapOffsets += Number(gap.to - gap.from);
         this.stats.fillerRecords += fillers;
-      } catch (err) {
-        if (isKmirrorError(err, 'LEASE_LOST')) throw err;
-        if (isKmirrorError(err) && !err.retryable) this.fail(state, err);
+      } catch (caught) {
+        // Coordinator calls throw kafkajs' errors: through the one mapping, so a final refusal
+        // (a missing kmirror-fill. ACL) fails the partition instead of resyncing for ever.
+        const err = kafkaFailure(caught, `fill ${state.topic}-${state.partition} [${gap.from}, ${gap.to})`);
+        if (err.code === 'LEASE_LOST') throw err;
+        if (!err.retryable) this.fail(state, err);
         else {
-          const r = new Resync(`filling ${state.topic}-${state.partition} [${gap.from}, ${gap.to}): ${(err as Error).message}`, new Set([state.key]), { cause: err });
+          const r = new Resync(`filling ${state.topic}-${state.partition} [${gap.from}, ${gap.to}): ${err.message}`, new Set([state.key]), { cause: err });
           resync = resync?.and(r) ?? r;
         }
       }
@@ -1183,7 +1255,11 @@ class Copier {
           this.assertLease();
           const batches = items.map((item) => {
             const baseSequence = this.sequences.get(item.state.key) ?? 0;
-            this.sequences.set(item.state.key, nextSequence(baseSequence, item.records));
+            const after = nextSequence(baseSequence, item.records);
+            this.sequences.set(item.state.key, after);
+            const at = (item.state.sequenceAt ??= new Map());
+            at.set(item.expectedBase, baseSequence);
+            at.set(item.nextAfter, after);
             return { topic: item.state.topic, partition: item.state.partition, batch: item.stamp({ ...this.producer, baseSequence }) };
           });
           const sent = destination
@@ -1230,6 +1306,8 @@ class Copier {
           continue;
         }
         if (RESYNC_ERRORS.has(response.error.type) || response.error.retriable) {
+          if (PRODUCER_LOST_ERRORS.has(response.error.type)) this.producerLost = true;
+          if (response.error.type === 'OUT_OF_ORDER_SEQUENCE_NUMBER') this.outOfOrderSince ??= Date.now();
           uncertain.set(state.key, `produce ${topic}-${partition}: ${response.error.type}`);
           continue;
         }
@@ -1248,6 +1326,8 @@ class Copier {
         continue;
       }
       state.next = item.nextAfter;
+      this.outOfOrderSince = undefined;
+      if (state.sequenceAt !== undefined) for (const o of [...state.sequenceAt.keys()]) if (o < item.nextAfter) state.sequenceAt.delete(o);
       if (item.boundary !== undefined) {
         state.lastLeaderEpoch = item.leaderEpoch;
         state.boundary = { offset: item.nextAfter, leaderEpoch: item.leaderEpoch, ...item.boundary };

@@ -441,6 +441,17 @@ export async function stopNode(cluster: ClusterName, nodeId: number): Promise<bo
   return stopDaemon(pidFile(node), 30_000);
 }
 
+/** Freeze (SIGSTOP) or thaw (SIGCONT) one node — for drills with a replica that stops answering
+ *  without leaving (a long GC pause, a stalled disk). Returns false when it is not running. */
+export function pauseNode(cluster: ClusterName, nodeId: number, paused: boolean): boolean {
+  const node = nodesOf(cluster, MAX_NODES).find((n) => n.id === nodeId);
+  if (node === undefined) throw prerequisite(`kafka ${cluster} has no node ${nodeId}`);
+  const pid = runningPid(pidFile(node));
+  if (pid === undefined) return false;
+  process.kill(pid, paused ? 'SIGSTOP' : 'SIGCONT');
+  return true;
+}
+
 export function wipeKafka(): void {
   if (!existsSync(kafkaDir)) return;
   for (const entry of readdirSync(kafkaDir)) rmSync(join(kafkaDir, entry), { recursive: true, force: true });

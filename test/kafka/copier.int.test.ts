@@ -466,6 +466,23 @@ describe('alignment', () => {
     expect(v).toMatchObject({ equal: true, recordsCompared: 500 });
   });
 
+  it('an alignment interrupted while it wrote its fillers is finished, not reported as records lost a second time', async () => {
+    const topic = await f.topicPair();
+    const producer = await f.producer();
+    await sendAll(producer, topic, messages(2_000, 1));
+    await f.source.deleteRecords(topic, new Map([[0, 1_500n]]));
+    // A copier that died after 600 of its 1,500 fillers (none marked yet).
+    const stamp = await f.dest.initProducerId();
+    const fillers = Array.from({ length: 600 }, () => ({ timestamp: -1n, key: null, value: null, headers: [] }));
+    await f.dest.produce({ leader: await f.dest.leaderOf(topic, 0), partitions: [{ topic, partition: 0, batch: encodeBatch(fillers, { ...stamp, baseSequence: 0 }) }] });
+    const result = await f.copy({ topic, partitions: [0], untilCaughtUp: true, onRecordsLost: async () => ({ fail: [] }) });
+    expect(result.partitions[0]).toMatchObject({ status: 'caught-up', nextOffset: 2_000n });
+    expect(result.partitions[0]!.skipped).toBeUndefined();
+    expect(await f.dest.listOffsets(topic, [0], 'earliest')).toEqual(new Map([[0, 1_500n]]));
+    const [v] = await f.verifyAll(topic, [0]);
+    expect(v).toMatchObject({ equal: true, recordsCompared: 500 });
+  });
+
   it('leaves mirrored records below a source log start that retention moved later', async () => {
     const topic = await f.topicPair();
     const producer = await f.producer();

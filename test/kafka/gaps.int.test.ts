@@ -9,6 +9,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { ConfigResourceTypes } from 'kafkajs';
 import { IsolationLevel } from '../../kafka/protocol.ts';
 import { readCommitted } from '../../kafka/verify.ts';
+import { GapFiller } from '../../kafka/gap-filler.ts';
 import { interleaving, LibrdkafkaProducers } from '../support/second-client.ts';
 import { allPartitions, fetchBatches, useMirrorFixture } from '../support/mirror-fixture.ts';
 import { randomName } from '../support/stack.ts';
@@ -174,4 +175,21 @@ describe('gap filling (contract 3) against a second client', () => {
       }
     });
   }
+});
+
+describe('GapFiller', () => {
+  it('fills a gap longer than one transaction may take with several aborted transactions in a row, every offset taken, none visible', async () => {
+    const f = fixture();
+    const topic = await f.topicPair();
+    const filler = new GapFiller(f.dest, { produceTimeoutMs: 5_000, transactionTimeoutMs: 60_000, batchRecords: 64, markerWaitMs: 5_000, assertLease: () => {}, maxOffsetsPerTransaction: 100 });
+    await filler.abortOpen([{ topic, partition: 0 }]);
+    expect(await filler.fill(topic, 0, 0n, 250n)).toEqual({ fillers: 247 }); // 3 transactions: 99 + 99 + 49 fillers, 3 markers
+    expect(await f.dest.listOffsets(topic, [0], 'latest')).toEqual(new Map([[0, 250n]]));
+    expect(await f.dest.listOffsets(topic, [0], 'latest', IsolationLevel.READ_COMMITTED)).toEqual(new Map([[0, 250n]]));
+    const fetched = await fetchBatches(f.dest, topic, 0);
+    expect(fetched.batches.filter((b) => b.isControl).map((b) => b.baseOffset)).toEqual([99n, 199n, 249n]);
+    let visible = 0;
+    for await (const _ of readCommitted(f.dest, topic, 0, 0n, 250n)) visible++;
+    expect(visible).toBe(0);
+  });
 });

@@ -5,6 +5,7 @@
 // no partition failed and the copier resynced.
 import { expect } from 'vitest';
 import { startCluster, stopNode, type ClusterName } from '../../scripts/stack/kafka.ts';
+import type { CopyResult } from '../../kafka/copier.ts';
 import { allPartitions, type MirrorFixture } from './mirror-fixture.ts';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -41,15 +42,32 @@ export async function copyThroughLeaderChange(f: MirrorFixture, cluster: Cluster
   await sleep(3_000);
   await startCluster(cluster, 3, () => undefined);
   await sleep(2_000);
+  await finishAndVerify(f, topic, partitions, writer, { stop, copying });
+}
+
+/**
+ * The end of every drill that copies through a failure: stop the writer, wait until the destination
+ * reaches the source's ends, stop the copy, then check that no partition failed, that the copier
+ * resynced, that every partition verifies equal and that every record sent is there once (no loss
+ * or duplicate on the source, none on the destination). Returns the copy's result.
+ */
+export async function finishAndVerify(
+  f: MirrorFixture,
+  topic: string,
+  partitions: number,
+  writer: { stop(): Promise<number> },
+  copy: { readonly stop: AbortController; readonly copying: Promise<CopyResult> },
+): Promise<CopyResult> {
+  const all = allPartitions(partitions);
   const sent = await writer.stop();
   const sourceEnds = await f.source.listOffsets(topic, all, 'latest');
-  await expect.poll(async () => f.dest.listOffsets(topic, all, 'latest'), { timeout: 60_000, interval: 500 }).toEqual(sourceEnds);
-  stop.abort();
-  const result = await copying;
-  expect(result.partitions.map((p) => p.status)).toEqual(all.map(() => 'stopped'));
+  await expect.poll(async () => f.dest.listOffsets(topic, all, 'latest'), { timeout: 90_000, interval: 500 }).toEqual(sourceEnds);
+  copy.stop.abort();
+  const result = await copy.copying;
+  expect(result.partitions.map((p) => [p.status, p.error?.code])).toEqual(all.map(() => ['stopped', undefined]));
   expect(result.stats.resyncs).toBeGreaterThan(1);
   const verified = await f.verifyAll(topic, all);
   for (const v of verified) expect(v).toMatchObject({ equal: true });
-  // Every record sent is there once: no loss or duplicate on the source, none on the destination.
   expect(verified.reduce((n, v) => n + v.recordsCompared, 0)).toBe(sent);
+  return result;
 }
