@@ -136,6 +136,8 @@ export async function stopTopics(mode: 'failover' | 'promote', input: PromoteInp
         const transactionOpenOnSource = sourceEnd === null || sourceHighWatermark === null ? null : BigInt(sourceHighWatermark) > BigInt(sourceEnd);
         return { ...p, destinationEnd, sourceEnd, recordsBehind: behind(sourceEnd, destinationEnd), transactionOpenOnSource };
       });
+    // What a promote refuses, its dry run refuses too (a dry run never says yes to what would fail).
+    if (mode === 'promote') checkPromotable(offsets, chosen);
     if (input.dryRun === true) {
       step = 'done';
       return { mirror, mode, dryRun: true, durationMs: Date.now() - started, source: offsets.source, partitions: report(offsets), states: progressOver(chosen, { summary: true }).states, failed: [] };
@@ -145,20 +147,6 @@ export async function stopTopics(mode: 'failover' | 'promote', input: PromoteInp
     const request = { partitions: selectionOf(refs), actor: metadata.actor, ...(input.reason ? { reason: input.reason } : {}), workflowId: metadata.workflowId, runId: metadata.runId };
 
     if (mode === 'promote') {
-      if (!offsets.source.reachable) {
-        throw ApplicationFailure.nonRetryable(
-          `promote needs the source cluster to answer (${offsets.source.error?.code}: ${offsets.source.error?.message}); in a disaster use \`kmirror failover\`, which does not`,
-          'CLUSTER_UNREACHABLE',
-        );
-      }
-      const notMirroring = chosen.filter((p) => !['MIRRORING', 'STOPPING', 'STOPPED'].includes(p.state));
-      if (notMirroring.length > 0) {
-        const first = notMirroring[0]!;
-        throw ApplicationFailure.nonRetryable(
-          `promote waits for the lag to reach 0, so every partition must be MIRRORING: ${first.topic}-${first.partition} is ${first.state}${notMirroring.length > 1 ? ` (and ${notMirroring.length - 1} more)` : ''}; resume or retry them, or use failover`,
-          'INVALID_CLUSTER_MIRROR_STATES',
-        );
-      }
       step = 'waiting until the destination has everything the source has';
       const deadline = started + (input.timeoutSeconds ?? 300) * 1_000;
       // A transaction open on the source holds records the mirror cannot have yet, and that its
@@ -229,5 +217,24 @@ export async function stopTopics(mode: 'failover' | 'promote', input: PromoteInp
     return { mirror, mode, dryRun: false, durationMs: Date.now() - started, source: final.source, partitions: report(final), writable, groupSync, states: change.states, failed: change.failed };
   } catch (err) {
     throw asFailure(err);
+  }
+}
+
+/** A promote needs the source to answer (it waits for the lag to reach 0) and every partition
+ *  MIRRORING (or already stopping). */
+function checkPromotable(offsets: PartitionOffsets, chosen: readonly PartitionProgress[]): void {
+  if (!offsets.source.reachable) {
+    throw ApplicationFailure.nonRetryable(
+      `promote needs the source cluster to answer (${offsets.source.error?.code}: ${offsets.source.error?.message}); in a disaster use \`kmirror failover\`, which does not`,
+      'CLUSTER_UNREACHABLE',
+    );
+  }
+  const notMirroring = chosen.filter((p) => !['MIRRORING', 'STOPPING', 'STOPPED'].includes(p.state));
+  if (notMirroring.length > 0) {
+    const first = notMirroring[0]!;
+    throw ApplicationFailure.nonRetryable(
+      `promote waits for the lag to reach 0, so every partition must be MIRRORING: ${first.topic}-${first.partition} is ${first.state}${notMirroring.length > 1 ? ` (and ${notMirroring.length - 1} more)` : ''}; resume or retry them, or use failover`,
+      'INVALID_CLUSTER_MIRROR_STATES',
+    );
   }
 }

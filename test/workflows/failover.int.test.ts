@@ -70,6 +70,7 @@ describe('failover', () => {
     await changeClusterConnection(t.db, t.config.secretKey, { cluster: 'fragile', connection: { bootstrap: ['127.0.0.1:1'], securityProtocol: 'PLAINTEXT' } }, { actor: 'test' });
     const before = await decisions(mirror);
     const refused = await refusal('promote', { mirror, allTopics: true });
+    expect(await refusal('promote', { mirror, allTopics: true, dryRun: true })).toMatchObject({ code: 'CLUSTER_UNREACHABLE' });
     expect(refused).toMatchObject({ code: 'CLUSTER_UNREACHABLE', message: expect.stringContaining('failover') });
     // Nothing half-applied: no event, every partition still MIRRORING.
     expect(await decisions(mirror)).toEqual(before);
@@ -208,6 +209,8 @@ describe('promote', () => {
     await run('pauseTopics', { mirror, allTopics: true });
     const refused = await refusal('promote', { mirror, allTopics: true, timeoutSeconds: 2 });
     expect(refused).toMatchObject({ code: 'INVALID_CLUSTER_MIRROR_STATES', message: expect.stringContaining('PAUSED') });
+    // Its dry run says so too, rather than "would stop 1 partition".
+    expect(await refusal('promote', { mirror, allTopics: true, dryRun: true })).toMatchObject({ code: 'INVALID_CLUSTER_MIRROR_STATES' });
     const rows = await t.db.selectFrom('mirror_partitions').select('state').where('mirror', '=', mirror).execute();
     expect(rows.map((r) => r.state)).toEqual(['PAUSED']);
   });
