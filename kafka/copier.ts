@@ -140,9 +140,10 @@ export const defaultCopyOptions: CopyOptions = Object.freeze({
 /** Header key of the last alignment filler (contract 2); its value is the offset aligned to. */
 export const ALIGNMENT_HEADER = 'kmirror.alignment';
 
-/** An alignment filler: no timestamp (-1), no key, no value, no header but the last one's mark. */
+/** An alignment filler: no timestamp (-1), an empty key (none before 2026-12-07), no value, no
+ *  header but the last one's mark. */
 function isAlignmentFiller(record: DecodedRecord): boolean {
-  return record.timestamp === -1n && record.key === null && record.value === null && record.headers.every((h) => h.key === ALIGNMENT_HEADER);
+  return record.timestamp === -1n && (record.key === null || record.key.length === 0) && record.value === null && record.headers.every((h) => h.key === ALIGNMENT_HEADER);
 }
 
 /** Partitions of one topic. Topics keep their name on the destination. */
@@ -870,8 +871,9 @@ class Copier {
    *  DeleteRecords(source log start). Partitions go in slices so memory stays bounded. */
   private async align(states: readonly PartitionState[], target: ReadonlyMap<string, bigint>): Promise<void> {
     const started = Date.now();
-    // NO_TIMESTAMP (-1): a filler must not answer a timestamp lookup in place of a real record.
-    const filler: RecordToEncode = { timestamp: -1n, key: null, value: null, headers: [] };
+    // NO_TIMESTAMP (-1): a filler must not answer a timestamp lookup in place of a real record. An
+    // empty key, not none: a compacted destination (compact,delete) refuses records without a key.
+    const filler: RecordToEncode = { timestamp: -1n, key: Buffer.alloc(0), value: null, headers: [] };
     for (let i = 0; i < states.length; i += ALIGN_SLICE) {
       const slice = states.slice(i, i + ALIGN_SLICE);
       const rounds: ProduceItem[][] = [];

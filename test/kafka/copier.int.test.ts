@@ -483,6 +483,17 @@ describe('alignment', () => {
     expect(v).toMatchObject({ equal: true, recordsCompared: 500 });
   });
 
+  it('aligns a compacted destination (compact,delete) to a source log start past 0: the fillers carry a key', async () => {
+    const topic = await f.topicPair({ configs: { 'cleanup.policy': 'compact,delete' } });
+    const producer = await f.producer();
+    await sendAll(producer, topic, messages(300, 1));
+    await f.source.deleteRecords(topic, new Map([[0, 120n]]));
+    const result = await f.copy({ topic, partitions: [0], untilCaughtUp: true });
+    expect(result.partitions[0]).toMatchObject({ status: 'caught-up', nextOffset: 300n });
+    expect(await f.dest.listOffsets(topic, [0], 'earliest')).toEqual(new Map([[0, 120n]]));
+    expect(await f.verifyAll(topic, [0])).toMatchObject([{ equal: true, recordsCompared: 180 }]);
+  });
+
   it('leaves mirrored records below a source log start that retention moved later', async () => {
     const topic = await f.topicPair();
     const producer = await f.producer();
