@@ -1166,6 +1166,15 @@ class Copier {
       }
       next = batch.lastOffset + 1n;
     }
+    // Past the good batches, one whose header is damaged: what came before is copied, then halt.
+    if (corrupt === undefined && fetched.corrupt !== undefined && fetched.corrupt.offset >= next) {
+      corrupt = new KmirrorError(
+        'CORRUPT_RECORD_BATCH',
+        `source ${state.topic}-${state.partition}: the record batch at offset ${fetched.corrupt.offset} is corrupt (${fetched.corrupt.reason}); mirrored up to offset ${next}, halted. ` +
+          'Repair the source replica (or move leadership to a healthy one), then retry the partition',
+        { topic: state.topic, partition: state.partition, baseOffset: fetched.corrupt.offset.toString() },
+      );
+    }
     flush();
     return { segments, end: next, ...(corrupt ? { corrupt } : {}) };
   }
@@ -1415,6 +1424,18 @@ export async function recordsAt(cluster: RawCluster, wanted: readonly { topic: s
       }
       const record = records.find((r) => r.offset === offset);
       return record === undefined ? undefined : { kind: 'data', record, leaderEpoch: batch.leaderEpoch };
+    }
+    // The offset lies in or after a batch whose header is damaged (the batches before it were read).
+    if (p.corrupt !== undefined && offset >= p.corrupt.offset) {
+      return {
+        kind: 'corrupt',
+        leaderEpoch: -1,
+        error: new KmirrorError('CORRUPT_RECORD_BATCH', `${p.topic}-${p.partition}: the record batch at offset ${p.corrupt.offset} is corrupt (${p.corrupt.reason}); its record at offset ${offset} cannot be compared`, {
+          topic: p.topic,
+          partition: p.partition,
+          baseOffset: p.corrupt.offset.toString(),
+        }),
+      };
     }
     return 'retry';
   };

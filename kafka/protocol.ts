@@ -22,7 +22,7 @@ import { createRequire } from 'node:module';
 import type { Kafka } from 'kafkajs';
 import pRetry from 'p-retry';
 import { KmirrorError } from '../domain/errors.ts';
-import { controlType, splitBatches, type InPlaceBatch, type RawBatch } from './wire.ts';
+import { controlType, splitFetchedBatches, type InPlaceBatch, type RawBatch } from './wire.ts';
 import { kafkaCode } from './errors.ts';
 import { largeBuffers } from './buffer-pool.ts';
 
@@ -285,6 +285,8 @@ export interface FetchedPartition {
   readonly abortedTransactions: readonly { producerId: bigint; firstOffset: bigint }[];
   /** Complete batches only; may start before fetchOffset (a batch is returned whole). */
   readonly batches: readonly RawBatch[];
+  /** The batch after `batches` has a header that cannot be true (wire.ts splitFetchedBatches). */
+  readonly corrupt?: { readonly offset: bigint; readonly reason: string };
   /** Bytes of the record set as received (what this partition's data holds in memory). */
   readonly bytes: number;
 }
@@ -441,6 +443,8 @@ function decodeFetch(payload: Buffer): { errorCode: number; sessionId: number; p
       r.int32(); // preferred read replica
       const records = r.bytes();
       const error = kafkaError(code);
+      // A batch whose header is damaged ends this partition's data, not the whole answer.
+      const { batches, corrupt } = error ? { batches: [], corrupt: undefined } : splitFetchedBatches(records);
       partitions.push({
         topic,
         partition,
@@ -449,7 +453,8 @@ function decodeFetch(payload: Buffer): { errorCode: number; sessionId: number; p
         lastStableOffset,
         logStartOffset,
         abortedTransactions,
-        batches: error ? [] : splitBatches(records),
+        batches,
+        ...(corrupt ? { corrupt } : {}),
         bytes: records.length,
       });
     });

@@ -60,6 +60,13 @@ export async function* readCommitted(
     });
     if (fetched === undefined) throw new KmirrorError('CLUSTER_UNREACHABLE', `verify: no fetch answer for ${topic}-${partition} at ${next}`, { topic, partition });
     if (fetched.error) throw new KafkaAnswerError(`verify: fetch ${topic}-${partition} at ${next}: ${fetched.error.type}`, fetched.error);
+    if (fetched.batches.length === 0 && fetched.corrupt !== undefined) {
+      throw new KmirrorError('CORRUPT_RECORD_BATCH', `verify: ${topic}-${partition}: the record batch at offset ${fetched.corrupt.offset} is corrupt (${fetched.corrupt.reason})`, {
+        topic,
+        partition,
+        baseOffset: fetched.corrupt.offset.toString(),
+      });
+    }
     if (fetched.batches.length === 0) {
       // The last stable offset may lag a moment behind a just-committed transaction: a few tries.
       if (++emptyReads >= 20) {

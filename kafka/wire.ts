@@ -68,20 +68,35 @@ export function isContiguous(batch: RawBatch): boolean {
 
 /**
  * Split a fetch response's record set into batches. A trailing partial batch (the broker cuts at
- * maxBytes) is dropped; the next fetch starts at its offset. Legacy message sets (magic < 2) are
- * refused: Kafka 4 brokers do not write them.
+ * maxBytes) is dropped; the next fetch starts at its offset. Throws CORRUPT_RECORD_BATCH at a batch
+ * whose header (outside the CRC) cannot be true; splitFetchedBatches keeps the batches before it.
  */
 export function splitBatches(records: Buffer): RawBatch[] {
+  const { batches, corrupt } = splitFetchedBatches(records);
+  if (corrupt !== undefined) throw new KmirrorError('CORRUPT_RECORD_BATCH', `record batch at offset ${corrupt.offset}: ${corrupt.reason}`, { baseOffset: corrupt.offset.toString() });
+  return batches;
+}
+
+/**
+ * Split a record set into its batches up to the first one whose header cannot be true (the CRC
+ * does not cover the first 21 bytes: offset, length, leader epoch, magic): a length below a batch
+ * header, or a magic other than 2 (Kafka 4 brokers write no older one). The batches before it are
+ * good; `corrupt` says where and why the rest cannot be read. (A length too large looks like a batch
+ * cut at the size limit: no progress, reported as such.)
+ */
+export function splitFetchedBatches(records: Buffer): { readonly batches: RawBatch[]; readonly corrupt?: { readonly offset: bigint; readonly reason: string } } {
   const batches: RawBatch[] = [];
   let pos = 0;
   while (pos + LOG_OVERHEAD <= records.length) {
+    const offset = records.readBigInt64BE(pos);
     const batchLength = records.readInt32BE(pos + 8);
+    if (batchLength < BATCH_HEADER_BYTES - LOG_OVERHEAD) return { batches, corrupt: { offset, reason: `its length ${batchLength} is below a batch header's` } };
     const end = pos + LOG_OVERHEAD + batchLength;
+    // Cut at the fetch's size limit (a partition's first batch may be cut too, when it is not the
+    // first partition of the answer): fetched again from here.
     if (end > records.length) break;
     const magic = records.readInt8(pos + 16);
-    if (magic !== 2) {
-      throw new KmirrorError('INVALID_ARGUMENT', `record batch at offset ${records.readBigInt64BE(pos)} has magic ${magic}; only magic 2 is supported`);
-    }
+    if (magic !== 2) return { batches, corrupt: { offset, reason: `it has magic ${magic}; a Kafka 4 broker writes only magic 2` } };
     const bytes = records.subarray(pos, end);
     const attributes = bytes.readInt16BE(21);
     const baseOffset = bytes.readBigInt64BE(0);
@@ -103,7 +118,7 @@ export function splitBatches(records: Buffer): RawBatch[] {
     });
     pos = end;
   }
-  return batches;
+  return { batches };
 }
 
 export interface ProducerStamp {

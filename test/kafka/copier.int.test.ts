@@ -757,6 +757,32 @@ describe('integrity (contract 12)', () => {
     expect(onIntact).toMatchObject({ equal: true, recordsCompared: 30 });
   });
 
+  it('a source batch whose header is damaged outside the CRC (its magic byte) halts that partition only, after what precedes it', async () => {
+    const topic = await f.topicPair({ partitions: 2 });
+    const producer = await f.producer();
+    for (const label of ['before', 'victim', 'after']) {
+      await producer.send({ topic, messages: [0, 1].flatMap((partition) => Array.from({ length: 10 }, (_, j) => ({ partition, key: `k${j}`, value: `${label}-${partition}-${j}` }))) });
+    }
+    // The second batch of partition 0's segment (offsets 10–19): magic 2 → 1, a byte the CRC does not cover.
+    const dir = readdirSync(join(stackDir, 'kafka')).filter((d) => d.startsWith('source-')).map((d) => join(stackDir, 'kafka', d, 'data', `${topic}-0`)).find((d) => existsSync(d))!;
+    const segment = join(dir, '00000000000000000000.log');
+    const bytes = readFileSync(segment);
+    const second = 12 + bytes.readInt32BE(8);
+    expect(bytes.readBigInt64BE(second)).toBe(10n);
+    const fd = openSync(segment, 'r+');
+    try {
+      writeSync(fd, Buffer.from([1]), 0, 1, second + 16);
+    } finally {
+      closeSync(fd);
+    }
+    const result = await f.copy({ topic, partitions: all(2), untilCaughtUp: true });
+    const [damaged, intact] = result.partitions;
+    expect(damaged).toMatchObject({ status: 'failed', nextOffset: 10n, error: { code: 'CORRUPT_RECORD_BATCH', details: { topic, partition: 0, baseOffset: '10' } } });
+    expect(damaged!.error!.message).toContain('magic 1');
+    expect(intact).toMatchObject({ status: 'caught-up', nextOffset: 30n });
+    expect(await f.dest.listOffsets(topic, all(2), 'latest')).toEqual(new Map([[0, 10n], [1, 30n]]));
+  });
+
   it('a resume whose boundary record lies in a damaged source batch fails that partition only (CORRUPT_RECORD_BATCH), not the copy', async () => {
     const topic = await f.topicPair({ partitions: 2 });
     const producer = await f.producer();

@@ -18,6 +18,7 @@ import {
   nextSequence,
   restampBatch,
   splitBatches,
+  splitFetchedBatches,
   type RawBatch,
   type RecordToEncode,
 } from '../../kafka/wire.ts';
@@ -69,6 +70,20 @@ describe('RecordBatch v2', () => {
     const b = encodeBatch([{ timestamp: 2n, key: null, value: Buffer.from('b'), headers: [] }], stamp);
     expect(splitBatches(Buffer.concat([a, b])).length).toBe(2);
     expect(splitBatches(Buffer.concat([a, b.subarray(0, b.length - 1)])).length).toBe(1);
+  });
+
+  it('stops at a batch whose header (outside the CRC) cannot be true, keeping the batches before it', () => {
+    const a = encodeBatch([{ timestamp: 1n, key: null, value: Buffer.from('a'), headers: [] }], stamp);
+    const b = Buffer.from(encodeBatch([{ timestamp: 2n, key: null, value: Buffer.from('b'), headers: [] }], { ...stamp, baseSequence: 1 }));
+    b.writeBigInt64BE(1n, 0);
+    const badMagic = Buffer.from(b);
+    badMagic.writeInt8(1, 16);
+    expect(splitFetchedBatches(Buffer.concat([a, badMagic]))).toMatchObject({ batches: [{ baseOffset: 0n }], corrupt: { offset: 1n, reason: expect.stringContaining('magic 1') } });
+    const badLength = Buffer.from(b);
+    badLength.writeInt32BE(-5, 8);
+    expect(splitFetchedBatches(Buffer.concat([a, badLength]))).toMatchObject({ batches: [{ baseOffset: 0n }], corrupt: { offset: 1n, reason: expect.stringContaining('length -5') } });
+    expect(() => splitBatches(Buffer.concat([a, badLength]))).toThrow(/record batch at offset 1/);
+    expect(splitFetchedBatches(Buffer.concat([a, b]))).toEqual({ batches: expect.any(Array) });
   });
 
   it('detects a compaction hole inside a batch (records count vs offset span)', () => {
