@@ -1251,6 +1251,7 @@ class Copier {
     // Each promise here settles (never rejects) once its request is answered or has failed.
     const inFlight: Promise<void>[] = [];
     let resync: Resync | undefined;
+    let leaseLost: KmirrorError | undefined;
     try {
       for (const round of rounds) {
         const live = round.filter((item) => item.state.status === 'copying');
@@ -1274,9 +1275,15 @@ class Copier {
             return { topic: item.state.topic, partition: item.state.partition, batch: item.stamp({ ...this.producer, baseSequence }) };
           });
           const sent = destination
-            .produce({ leader, partitions: batches, timeoutMs: this.options.produceTimeoutMs })
+            // The lease is checked again once the connection is up, right before the request is
+            // written: (re)connecting to a leader can take longer than the lease has left.
+            .produce({ leader, partitions: batches, timeoutMs: this.options.produceTimeoutMs, beforeSend: () => this.assertLease() })
             .then((responses) => this.acknowledge(items, responses))
             .catch((err: unknown) => {
+              if (isKmirrorError(err, 'LEASE_LOST')) {
+                leaseLost = err;
+                return;
+              }
               // A request that failed as a whole leaves every partition in it uncertain.
               const r = err instanceof Resync ? err : new Resync(`produce failed: ${(err as Error).message}`, new Set(items.map((i) => i.state.key)), { cause: err });
               resync = resync?.and(r) ?? r;
@@ -1290,6 +1297,7 @@ class Copier {
       // are encoded from the fetch answer's buffer, which is used again once this returns.
       await Promise.all(inFlight);
     }
+    if (leaseLost) throw leaseLost;
     if (resync) throw resync;
   }
 

@@ -125,7 +125,7 @@ export class GapFiller {
         const batch = encodeBatch(Array.from({ length: count }, () => GAP_FILLER), { producerId: producer.producerId, producerEpoch: producer.producerEpoch, baseSequence: entry.sequence, transactional: true });
         this.options.assertLease();
         const leader = await this.destination.leaderOf(topic, partition);
-        const [answer] = await this.destination.produce({ leader, partitions: [{ topic, partition, batch }], timeoutMs: this.options.produceTimeoutMs, transactionalId: producer.transactionalId });
+        const [answer] = await this.destination.produce({ leader, partitions: [{ topic, partition, batch }], timeoutMs: this.options.produceTimeoutMs, transactionalId: producer.transactionalId, beforeSend: this.options.assertLease });
         if (answer === undefined) throw new KmirrorError('CLUSTER_UNREACHABLE', `no produce answer for ${topic}-${partition}`, { topic, partition });
         if (answer.error) throw new KafkaAnswerError(`gap fillers for ${topic}-${partition}: ${answer.error.type}${answer.errorMessage ? ` (${answer.errorMessage})` : ''}`, answer.error);
         entry.sequence = nextSequence(entry.sequence, count);

@@ -736,11 +736,18 @@ export class RawCluster {
     acks?: number;
     timeoutMs?: number;
     transactionalId?: string;
+    /** Called once the connection is up, just before the request is written (the lease check:
+     *  connecting may take seconds); throwing sends nothing. */
+    beforeSend?: () => void;
   }): Promise<ProducedPartition[]> {
     const broker = await this.broker(req.leader);
     const payload = encodeProduce({ ...req, acks: req.acks ?? -1, timeoutMs: req.timeoutMs ?? 30_000 });
+    const encode = async (): Promise<ReturnType<typeof body>> => {
+      req.beforeSend?.();
+      return body(payload);
+    };
     const answer = (await broker.connectionPool.send({
-      request: { apiKey: API_PRODUCE, apiVersion: 8, apiName: 'Produce', encode: async () => body(payload) },
+      request: { apiKey: API_PRODUCE, apiVersion: 8, apiName: 'Produce', encode },
       response: { decode: async (b: Buffer) => decodeProduce(b), parse: async (d: unknown) => d },
       requestTimeout: (req.timeoutMs ?? 30_000) + 5_000,
     })) as ProducedPartition[];

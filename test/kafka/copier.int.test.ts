@@ -10,6 +10,7 @@ import { largeBuffers } from '../../kafka/buffer-pool.ts';
 import { FetchSession, IsolationLevel } from '../../kafka/protocol.ts';
 import { ALIGNMENT_HEADER, copy, type MirroredPosition } from '../../kafka/copier.ts';
 import { recordChecksum } from '../../kafka/verify.ts';
+import { KmirrorError } from '../../domain/errors.ts';
 import { decodeRecords, encodeBatch } from '../../kafka/wire.ts';
 import { createPartitionLease } from '../../db/leases.ts';
 import type { PartitionLease } from '../../kafka/lease.ts';
@@ -683,13 +684,14 @@ describe('one writer per partition', () => {
     for (let i = 0; i < 40; i++) await producer.send({ topic, messages: messages(5, 1, { from: i * 5 }) });
     const real = f.lease(topic, [0]);
     let checks = 0;
-    // The real lease (acquired, renewed in Postgres), but it reads as expired from the 11th check on,
-    // as if a renewal had hung past its validity while the answer was being written.
-    const lease: PartitionLease = { ...real, validUntil: () => (++checks > 10 ? 0 : real.validUntil()) };
+    // The real lease (acquired, renewed in Postgres), but it reads as expired from the 21st check on,
+    // as if a renewal had hung past its validity while the answer was being written. Each request
+    // is checked twice: before it is built, and once connected, just before it is written.
+    const lease: PartitionLease = { ...real, validUntil: () => (++checks > 20 ? 0 : real.validUntil()) };
     const result = await f.copy({ topic, partitions: [0], lease, options: { mergeBatchBytes: 0, maxInFlight: 1 } });
     expect(result.leaseLost).toMatchObject({ code: 'LEASE_LOST', message: expect.stringContaining('expired') });
-    // Ten requests of 5 records went out; the eleventh check refused the rest of the same answer.
-    expect(checks).toBe(11);
+    // Ten requests of 5 records went out; the 21st check refused the rest of the same answer.
+    expect(checks).toBe(21);
     expect(await f.dest.listOffsets(topic, [0], 'latest')).toEqual(new Map([[0, 50n]]));
     await real.release().catch(() => undefined);
   });
@@ -797,5 +799,20 @@ describe('integrity (contract 12)', () => {
     expect(damaged).toMatchObject({ status: 'failed', error: { code: 'CORRUPT_RECORD_BATCH', details: { topic, partition: 0, baseOffset: '10', lastOffset: '19' } } });
     expect(damaged!.error!.message).toMatch(/^source .*CRC-32C.*offset 19/);
     expect(intact).toMatchObject({ status: 'caught-up', nextOffset: 20n });
+  });
+});
+
+describe('RawCluster.produce beforeSend (the lease check once connected)', () => {
+  it('a beforeSend that throws sends nothing, and the error is what produce rejects with', async () => {
+    const topic = await f.topicPair();
+    const stamp = await f.dest.initProducerId();
+    const batch = encodeBatch([{ timestamp: BigInt(Date.now()), key: null, value: Buffer.from('x'), headers: [] }], { ...stamp, baseSequence: 0 });
+    const lost = new KmirrorError('LEASE_LOST', 'lease expired while connecting');
+    await expect(f.dest.produce({ leader: await f.dest.leaderOf(topic, 0), partitions: [{ topic, partition: 0, batch }], beforeSend: () => { throw lost; } })).rejects.toBe(lost);
+    expect(await f.dest.listOffsets(topic, [0], 'latest')).toEqual(new Map([[0, 0n]]));
+    let checked = 0;
+    const [ok] = await f.dest.produce({ leader: await f.dest.leaderOf(topic, 0), partitions: [{ topic, partition: 0, batch }], beforeSend: () => void checked++ });
+    expect(ok).toMatchObject({ baseOffset: 0n });
+    expect(checked).toBe(1);
   });
 });
