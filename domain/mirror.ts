@@ -223,7 +223,10 @@ function decideStart(command: StartTopics, state: Mirror): MirrorEvent[] {
         throw new KmirrorError('INVALID_TOPIC_PATTERN', `topic pattern ${JSON.stringify(pattern)} is not a valid regular expression`, { pattern }, { cause: err });
       }
     }
-    events.push({ type: 'MirrorTopicFilterChanged', data: { include: [...command.filter.include], exclude: [...command.filter.exclude] } });
+    // Patterns accumulate: a later start adds its patterns to those auto-discovery already follows
+    // (replacing them silently stopped discovering the earlier ones).
+    const merged = (before: readonly string[], added: readonly string[]) => [...new Set([...before, ...added])];
+    events.push({ type: 'MirrorTopicFilterChanged', data: { include: merged(state.include, command.filter.include), exclude: merged(state.exclude, command.filter.exclude) } });
   }
   const seen = new Set<string>();
   const restarts: PartitionLifecycleEvent[] = [];

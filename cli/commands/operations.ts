@@ -138,7 +138,7 @@ export function operationCommands(ctx: CliContext): Command[] {
     .description('add source topics to a mirror: create the destination topics (read-only), align them, wait for their ISR and start mirroring')
     .argument('<mirror>', 'mirror name')
     .option('--topic <name>', 'a source topic (repeatable)', collect)
-    .option('--include <regex>', 'source topics whose whole name matches (repeatable; kept for auto-discovery of new topics)', collect)
+    .option('--include <regex>', 'source topics whose whole name matches (repeatable; added to the mirror\'s patterns, which auto-discovery follows for new topics)', collect)
     .option('--exclude <regex>', 'leave out topics the include patterns match (repeatable)', collect)
     .option('--no-wait', 'print the workflow id and return at once')
     .addHelpText('after', '\nExamples:\n  kmirror start dr-east --topic orders --topic payments\n  kmirror start dr-east --include \'orders\\..*\' --exclude \'.*\\.tmp\'')

@@ -64,6 +64,11 @@ describe('CreateMirror', () => {
 });
 
 describe('StartTopics', () => {
+  it('a later start adds its patterns to those the mirror follows, never replacing them', () =>
+    given(created, { type: 'MirrorTopicFilterChanged', data: { include: ['orders.*'], exclude: ['orders\\.test'] } })
+      .when({ type: 'StartTopics', mirror: M, topics: [], filter: { include: ['payments.*', 'orders.*'], exclude: [] } })
+      .then([{ type: 'MirrorTopicFilterChanged', data: { include: ['orders.*', 'payments.*'], exclude: ['orders\\.test'] } }]));
+
   it('adds topics; their partitions start in LOG_TRUNCATION', () => {
     given(created)
       .when({ type: 'StartTopics', mirror: M, topics: [{ topic: 'orders', partitionCount: 3 }], filter: { include: ['orders.*'], exclude: [] } })
