@@ -43,7 +43,8 @@ export function parseBootstrap(value: string, what = 'bootstrap servers'): strin
     .filter((s) => s !== '');
   if (entries.length === 0) throw new KmirrorError('INVALID_CONFIG', `${what}: empty list, expected host:port[,host:port…]`);
   for (const entry of entries) {
-    if (!HOST_PORT.test(entry)) throw new KmirrorError('INVALID_CONFIG', `${what}: '${entry}' is not host:port`);
+    const port = Number(entry.slice(entry.lastIndexOf(':') + 1));
+    if (!HOST_PORT.test(entry) || port < 1 || port > 65_535) throw new KmirrorError('INVALID_CONFIG', `${what}: '${entry}' is not host:port (port 1–65535)`);
   }
   return entries;
 }

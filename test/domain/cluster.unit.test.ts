@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { decideCluster, evolveCluster, initialCluster } from '../../domain/cluster.ts';
-import type { ConnectionDescription } from '../../domain/connection.ts';
+import { parseBootstrap, type ConnectionDescription } from '../../domain/connection.ts';
 
 const plain: ConnectionDescription = { bootstrap: ['127.0.0.1:9092'], securityProtocol: 'PLAINTEXT' };
 const sasl: ConnectionDescription = { bootstrap: ['127.0.0.1:9093'], securityProtocol: 'SASL_SSL', saslMechanism: 'scram-sha-512', saslUsername: 'mirror' };
@@ -35,5 +35,14 @@ describe('cluster decide/evolve', () => {
   it('refuses a history that registers twice', () => {
     const event = { type: 'ClusterRegistered', data: { cluster: 'east', connection: plain } } as const;
     expect(() => evolveCluster(evolveCluster(initialCluster('east'), event), event)).toThrowError(expect.objectContaining({ code: 'EVENT_HISTORY_INVALID' }));
+  });
+});
+
+describe('parseBootstrap', () => {
+  it('takes host:port lists (names, IPv4, bracketed IPv6) and refuses anything else, ports outside 1–65535 included', () => {
+    expect(parseBootstrap('b1:9092, 10.0.0.2:9093,[::1]:9094')).toEqual(['b1:9092', '10.0.0.2:9093', '[::1]:9094']);
+    for (const bad of ['notahostport', '127.0.0.1:99999', 'b1:0', 'b1:', ':9092', '']) {
+      expect(() => parseBootstrap(bad, '--bootstrap'), bad).toThrow(expect.objectContaining({ code: 'INVALID_CONFIG', message: expect.stringContaining('--bootstrap') }));
+    }
   });
 });
