@@ -178,7 +178,9 @@ async function divergencePoint(a: RawCluster, b: RawCluster, topic: string, part
     const [onA, onB] = await Promise.all([recordsAt(a, wanted), recordsAt(b, wanted)]);
     const x = onA.get(k);
     const y = onB.get(k);
-    if (x !== undefined && y !== undefined && boundaryChecksum(x, mid) === boundaryChecksum(y, mid)) lo = mid + 1n;
+    // An offset neither log holds (compaction removed it on both) does not tell them apart.
+    const same = x === undefined ? y === undefined : y !== undefined && boundaryChecksum(x, mid) === boundaryChecksum(y, mid);
+    if (same) lo = mid + 1n;
     else hi = mid;
   }
   return lo;
