@@ -6,7 +6,7 @@ import { sql } from 'kysely';
 import { partitionKey } from '../kafka/copier.ts';
 import { kafkaFailure } from '../kafka/errors.ts';
 import { syncGroupOffsets, type CommitGuard, type GroupSyncSummary } from '../kafka/group-offsets.ts';
-import { archiveDivergentTails, countDivergentTails, openTransactions, planFailback, type PreparedFailback } from '../kafka/failback.ts';
+import { archiveDivergentTails, countDivergentTails, openTransactionsIn, planFailback, type PreparedFailback } from '../kafka/failback.ts';
 import type { RawCluster } from '../kafka/protocol.ts';
 import { KmirrorError } from '../domain/errors.ts';
 import { heartbeating } from './edge.ts';
@@ -26,7 +26,7 @@ import {
   type ReadOnlyResult,
   type TopicSelection,
 } from '../kafka/mirror-topics.ts';
-import type { Db } from '../db/database.ts';
+import type { Db, Trx } from '../db/database.ts';
 import { mirrorStreamId, type FailbackTopicPrepared } from '../domain/events.ts';
 import type { Metrics } from '../metrics/metrics.ts';
 import type { ClusterClients } from './cluster-clients.ts';
@@ -222,16 +222,15 @@ export function createKafkaAdminActivities(deps: { readonly db: Db; readonly cli
         const { source, destination } = await pair(input.mirror);
         const row = await db.selectFrom('mirrors').select(['group_include', 'group_exclude']).where('name', '=', input.mirror).executeTakeFirstOrThrow();
         const states = [...(input.states ?? ['MIRRORING'])];
-        let query = db.selectFrom('mirror_partitions').select(['topic', 'partition']).where('mirror', '=', input.mirror).where('state', 'in', states);
-        if (input.topics !== undefined) query = query.where('topic', 'in', [...input.topics]);
-        const partitions = await query.execute();
+        const inStates = (executor: Db | Trx) => executor.selectFrom('mirror_partitions').select(['topic', 'partition']).where('mirror', '=', input.mirror).where('state', 'in', states);
+        const partitions = await (input.topics === undefined ? inStates(db) : inStates(db).where('topic', 'in', [...input.topics])).execute();
         // Commits run under the mirror's sync lock and only for partitions still in `states`: a
         // periodic sync planned before a stop cannot land after the stop's final sync (which would
         // move the groups back), nor touch a partition once it is STOPPING.
         const underLock: CommitGuard = (commit) =>
           db.transaction().execute(async (trx) => {
             await sql`select pg_advisory_xact_lock(hashtext(${`group-sync:${input.mirror}`}))`.execute(trx);
-            const now = await trx.selectFrom('mirror_partitions').select(['topic', 'partition']).where('mirror', '=', input.mirror).where('state', 'in', states).execute();
+            const now = await inStates(trx).execute();
             const keys = new Set(now.map((r) => partitionKey(r.topic, r.partition)));
             await commit((topic, partition) => keys.has(partitionKey(topic, partition)));
           });
@@ -255,7 +254,7 @@ export function createKafkaAdminActivities(deps: { readonly db: Db; readonly cli
      * for everyone but kmirror and their open transactions waited out, so what is compared and
      * archived cannot change under it; archiving resumes where an earlier attempt stopped; a
      * decision recorded since the topic's failover is reused, never made again (its topic may be
-     * gone already). Heartbeats; the workflow gives it the waits' profile.
+     * gone already). Heartbeats; the workflow gives it the resumable profile (workflows/common.ts).
      */
     async prepareFailback(input: {
       readonly mirror: string;
@@ -296,7 +295,7 @@ export function createKafkaAdminActivities(deps: { readonly db: Db; readonly cli
           await applyReadOnly(oldPrimary.admin, present, oldPrimary.principal);
           // A transaction open there may still commit records past what is compared and archived.
           for (;;) {
-            const open = await openTransactions(oldPrimary.raw, present);
+            const open = await openTransactionsIn(oldPrimary.raw, present);
             if (open.length === 0) break;
             progress = { step: 'waiting for transactions open on the old primary to end', partitions: open.slice(0, 20) };
             await Context.current().sleep(1_000);
@@ -406,13 +405,7 @@ export function createKafkaAdminActivities(deps: { readonly db: Db; readonly cli
     /** Give a destination mirror topic the source's new partition count (before the mirror records it). */
     async growDestinationTopic(input: { readonly mirror: string; readonly topic: ResolvedTopic }): Promise<void> {
       const destination = await destinationOf(input.mirror);
-      const current = (await destination.raw.partitions(input.topic.topic)).length;
-      if (current >= input.topic.partitionCount) return;
-      try {
-        await destination.admin.createPartitions({ topicPartitions: [{ topic: input.topic.topic, count: input.topic.partitionCount }] });
-      } catch (err) {
-        throw kafkaFailure(err, `grow destination topic ${input.topic.topic} to ${input.topic.partitionCount} partitions`);
-      }
+      await growTopic(destination.raw, destination.admin, input.topic.topic, input.topic.partitionCount);
     },
 
     /** Refuse destination topics that exist but are not an exact prefix of their source (before

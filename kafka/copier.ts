@@ -30,7 +30,8 @@
 //     drill). Otherwise (the first start, an end elsewhere, the producer id lost or fenced, or
 //     OUT_OF_ORDER_SEQUENCE_NUMBER for longer than outOfOrderPatienceMs) it takes a fresh one.
 //     A new owner after a takeover starts with a fresh producer id: the lease grace covers its
-//     predecessor's requests, not a batch still waiting for a slow follower (noted in the docs).
+//     predecessor's requests, not a batch of theirs still waiting for a slow follower (a known
+//     gap: closing it needs fencing across owners).
 //  5. One writer. Nothing is produced unless the lease is held (lease.validUntil() in the future,
 //     checked before every produce request); a failed renewal stops production at once. The lease's
 //     grace period must exceed the produce timeout (checked when the copier is built), so a new
@@ -734,7 +735,7 @@ class Copier {
         const at = st.sequenceAt;
         if (at === undefined || !at.has(end)) continue;
         this.sequences.set(st.key, at.get(end)!);
-        for (const o of [...at.keys()]) if (o < end) at.delete(o);
+        dropBelow(at, end);
       }
       this.stats.producerKept++;
     } else {
@@ -1168,12 +1169,7 @@ class Copier {
     }
     // Past the good batches, one whose header is damaged: what came before is copied, then halt.
     if (corrupt === undefined && fetched.corrupt !== undefined && fetched.corrupt.offset >= next) {
-      corrupt = new KmirrorError(
-        'CORRUPT_RECORD_BATCH',
-        `source ${state.topic}-${state.partition}: the record batch at offset ${fetched.corrupt.offset} is corrupt (${fetched.corrupt.reason}); mirrored up to offset ${next}, halted. ` +
-          'Repair the source replica (or move leadership to a healthy one), then retry the partition',
-        { topic: state.topic, partition: state.partition, baseOffset: fetched.corrupt.offset.toString() },
-      );
+      corrupt = corruptBatch(state, { baseOffset: fetched.corrupt.offset }, fetched.corrupt.reason);
     }
     flush();
     return { segments, end: next, ...(corrupt ? { corrupt } : {}) };
@@ -1346,7 +1342,7 @@ class Copier {
       }
       state.next = item.nextAfter;
       this.outOfOrderSince = undefined;
-      if (state.sequenceAt !== undefined) for (const o of [...state.sequenceAt.keys()]) if (o < item.nextAfter) state.sequenceAt.delete(o);
+      if (state.sequenceAt !== undefined) dropBelow(state.sequenceAt, item.nextAfter);
       if (item.boundary !== undefined) {
         state.lastLeaderEpoch = item.leaderEpoch;
         state.boundary = { offset: item.nextAfter, leaderEpoch: item.leaderEpoch, ...item.boundary };
@@ -1484,7 +1480,8 @@ export async function recordsAt(cluster: RawCluster, wanted: readonly { topic: s
 }
 
 /** Partitions with a transaction open on `cluster` (last stable offset below the high watermark). */
-async function openTransactions(cluster: RawCluster, byTopic: ReadonlyMap<string, readonly { readonly partition: number }[]>): Promise<{ topic: string; partition: number; lastStable: bigint }[]> {
+/** Partitions of `byTopic` where a transaction is open: the LSO is below the high watermark. */
+export async function openTransactions(cluster: RawCluster, byTopic: ReadonlyMap<string, readonly { readonly partition: number }[]>): Promise<{ topic: string; partition: number; lastStable: bigint }[]> {
   const out: { topic: string; partition: number; lastStable: bigint }[] = [];
   await forEachLimit([...byTopic], RESYNC_CONCURRENCY, async ([topic, states]) => {
     const ps = states.map((s) => s.partition);
@@ -1545,12 +1542,18 @@ function isRetriable(err: unknown): boolean {
   return failure.retryable && failure.code !== 'LEASE_HELD';
 }
 
+/** Forget the sequences of offsets below `offset` (the destination holds them for good). */
+function dropBelow(sequenceAt: Map<bigint, number>, offset: bigint): void {
+  for (const o of [...sequenceAt.keys()]) if (o < offset) sequenceAt.delete(o);
+}
+
 /** The error that halts a partition at a corrupt source batch (contract 12). */
-function corruptBatch(state: PartitionState, batch: RawBatch, reason: string): KmirrorError {
+function corruptBatch(state: PartitionState, batch: { readonly baseOffset: bigint; readonly lastOffset?: bigint }, reason: string): KmirrorError {
+  const { baseOffset, lastOffset } = batch;
   return new KmirrorError(
     'CORRUPT_RECORD_BATCH',
-    `source ${state.topic}-${state.partition}: the record batch at offsets ${batch.baseOffset}–${batch.lastOffset} is corrupt (${reason}); mirrored up to offset ${batch.baseOffset}, halted. ` +
+    `source ${state.topic}-${state.partition}: the record batch at ${lastOffset === undefined ? `offset ${baseOffset}` : `offsets ${baseOffset}–${lastOffset}`} is corrupt (${reason}); mirrored up to offset ${baseOffset}, halted. ` +
       'Repair the source replica (or move leadership to a healthy one), then retry the partition',
-    { topic: state.topic, partition: state.partition, baseOffset: batch.baseOffset.toString(), lastOffset: batch.lastOffset.toString() },
+    { topic: state.topic, partition: state.partition, baseOffset: baseOffset.toString(), ...(lastOffset === undefined ? {} : { lastOffset: lastOffset.toString() }) },
   );
 }

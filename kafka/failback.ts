@@ -18,7 +18,7 @@
 // (those were never mirrored); when B has more, A's topic grows to B's count.
 import type { Admin } from 'kafkajs';
 import { createTopicsAndWait } from './admin.ts';
-import { boundaryChecksum, partitionKey, recordsAt } from './copier.ts';
+import { boundaryChecksum, openTransactions, partitionKey, recordsAt } from './copier.ts';
 import { kafkaFailure } from './errors.ts';
 import { endOffsets } from './offsets.ts';
 import { IsolationLevel, KafkaAnswerError, type RawCluster } from './protocol.ts';
@@ -142,17 +142,12 @@ export async function planFailback(
   return plans;
 }
 
-/** Partitions of `topics` where a transaction is open (the LSO is below the high watermark), as
- *  `topic-partition (LSO x, end y)`. Topics the cluster lacks are skipped. */
-export async function openTransactions(cluster: RawCluster, topics: readonly string[]): Promise<string[]> {
-  const shapes = (await Promise.all(topics.map(async (topic) => ({ topic, partitions: Array.from({ length: await partitionCount(cluster, topic) }, (_, i) => i) })))).filter((t) => t.partitions.length > 0);
-  const [stable, ends] = await Promise.all([endOffsets(cluster, shapes, 'source'), endOffsets(cluster, shapes, 'destination')]);
-  const open: string[] = [];
-  for (const [k, end] of ends) {
-    const lso = stable.get(k);
-    if (lso !== undefined && lso < end) open.push(`${k.replace('\u0000', '-')} (LSO ${lso}, end ${end})`);
-  }
-  return open;
+/** Partitions of `topics` (all of each; topics the cluster lacks are skipped) where a transaction
+ *  is open, as `topic-partition (LSO x)`. */
+export async function openTransactionsIn(cluster: RawCluster, topics: readonly string[]): Promise<string[]> {
+  const counts = await Promise.all(topics.map(async (topic) => [topic, await partitionCount(cluster, topic)] as const));
+  const byTopic = new Map(counts.filter(([, n]) => n > 0).map(([topic, n]) => [topic, Array.from({ length: n }, (_, partition) => ({ partition }))]));
+  return (await openTransactions(cluster, byTopic)).map((o) => `${o.topic}-${o.partition} (LSO ${o.lastStable})`);
 }
 
 /** A topic's partition count on a cluster, 0 when the cluster lacks it. */

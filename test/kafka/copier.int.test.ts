@@ -447,17 +447,24 @@ describe('alignment', () => {
     console.log(`RESULT alignment_fill_offsets_per_s=${Math.round(result.stats.fillerRecords / (result.stats.fillMs / 1000))} offsets/s (${result.stats.fillerRecords} offsets in ${result.stats.fillMs} ms)`);
   });
 
-  it('finishes an alignment interrupted before its DeleteRecords (fillers never stay visible)', async () => {
+  /** A source of 2,000 records whose log starts at 1,500, and a destination holding the first
+   *  `count` alignment fillers of a copier that died (the last one marked when `marked`: it died
+   *  between its fillers and its DeleteRecords). Fillers as an older copier wrote them: no key. */
+  async function interruptedAlignment(count: number, marked: boolean): Promise<string> {
     const topic = await f.topicPair();
     const producer = await f.producer();
     await sendAll(producer, topic, messages(2_000, 1));
     await f.source.deleteRecords(topic, new Map([[0, 1_500n]]));
-    // What a copier that died between its fillers and its DeleteRecords leaves behind.
     const stamp = await f.dest.initProducerId();
     const filler = { timestamp: -1n, key: null, value: null, headers: [] };
-    const fillers = [...Array.from({ length: 1_499 }, () => filler), { ...filler, headers: [{ key: ALIGNMENT_HEADER, value: Buffer.from('1500') }] }];
+    const fillers = Array.from({ length: count }, (_, i) => (marked && i === count - 1 ? { ...filler, headers: [{ key: ALIGNMENT_HEADER, value: Buffer.from('1500') }] } : filler));
     const [produced] = await f.dest.produce({ leader: await f.dest.leaderOf(topic, 0), partitions: [{ topic, partition: 0, batch: encodeBatch(fillers, { ...stamp, baseSequence: 0 }) }] });
     expect(produced).toMatchObject({ baseOffset: 0n });
+    return topic;
+  }
+
+  it('finishes an alignment interrupted before its DeleteRecords (fillers never stay visible)', async () => {
+    const topic = await interruptedAlignment(1_500, true);
     expect(await f.dest.listOffsets(topic, [0], 'earliest')).toEqual(new Map([[0, 0n]]));
     const result = await f.copy({ topic, partitions: [0], untilCaughtUp: true });
     expect(result.partitions[0]).toMatchObject({ status: 'caught-up', nextOffset: 2_000n });
@@ -468,14 +475,8 @@ describe('alignment', () => {
   });
 
   it('an alignment interrupted while it wrote its fillers is finished, not reported as records lost a second time', async () => {
-    const topic = await f.topicPair();
-    const producer = await f.producer();
-    await sendAll(producer, topic, messages(2_000, 1));
-    await f.source.deleteRecords(topic, new Map([[0, 1_500n]]));
     // A copier that died after 600 of its 1,500 fillers (none marked yet).
-    const stamp = await f.dest.initProducerId();
-    const fillers = Array.from({ length: 600 }, () => ({ timestamp: -1n, key: null, value: null, headers: [] }));
-    await f.dest.produce({ leader: await f.dest.leaderOf(topic, 0), partitions: [{ topic, partition: 0, batch: encodeBatch(fillers, { ...stamp, baseSequence: 0 }) }] });
+    const topic = await interruptedAlignment(600, false);
     const result = await f.copy({ topic, partitions: [0], untilCaughtUp: true, onRecordsLost: async () => ({ fail: [] }) });
     expect(result.partitions[0]).toMatchObject({ status: 'caught-up', nextOffset: 2_000n });
     expect(result.partitions[0]!.skipped).toBeUndefined();
