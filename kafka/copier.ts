@@ -29,9 +29,11 @@
 //     fresh producer id would have it appended again at the wrong offsets (the slow-follower
 //     drill). Otherwise (the first start, an end elsewhere, the producer id lost or fenced, or
 //     OUT_OF_ORDER_SEQUENCE_NUMBER for longer than outOfOrderPatienceMs) it takes a fresh one.
-//     A new owner after a takeover starts with a fresh producer id: the lease grace covers its
-//     predecessor's requests, not a batch of theirs still waiting for a slow follower (a known
-//     gap: closing it needs fencing across owners).
+//     A fresh producer id (a new owner after a takeover, or any start) first waits until no
+//     re-read partition holds records its leader appended but has not acknowledged (the log end,
+//     read with OffsetForLeaderEpoch, above the high watermark): those are a predecessor's batches
+//     still waiting for a slow follower, and they become the destination's end once it catches up
+//     or leaves the ISR (the takeover drill). Past unacknowledgedPatienceMs: CLUSTER_UNREACHABLE.
 //  5. One writer. Nothing is produced unless the lease is held (lease.validUntil() in the future,
 //     checked before every produce request); a failed renewal stops production at once. The lease's
 //     grace period must exceed the produce timeout (checked when the copier is built), so a new
@@ -121,6 +123,11 @@ export interface CopyOptions {
    *  OUT_OF_ORDER_SEQUENCE_NUMBER (a batch sent again before its first copy became visible) before
    *  it takes a fresh one (contract 4). */
   readonly outOfOrderPatienceMs: number;
+  /** How long a resync that takes a fresh producer id waits for records the destination's leaders
+   *  appended but have not acknowledged (contract 4): a stalled follower holds them until it
+   *  catches up or leaves the ISR (replica.lag.time.max.ms, 30 s by default, checked every half of
+   *  it). Past it: CLUSTER_UNREACHABLE (retriable). */
+  readonly unacknowledgedPatienceMs: number;
 }
 
 export const defaultCopyOptions: CopyOptions = Object.freeze({
@@ -136,6 +143,7 @@ export const defaultCopyOptions: CopyOptions = Object.freeze({
   fetchGatherBytesPerPartition: 1024,
   fetchGatherWaitMs: 20,
   outOfOrderPatienceMs: 60_000,
+  unacknowledgedPatienceMs: 60_000,
 });
 
 /** Header key of the last alignment filler (contract 2); its value is the offset aligned to. */
@@ -217,6 +225,9 @@ export interface CopyStats {
   openFillsAborted: number;
   /** Resyncs that kept the producer id (every re-read partition ended at a batch of ours). */
   producerKept: number;
+  /** Resyncs with a fresh producer id that first waited for records a destination leader had
+   *  appended but not acknowledged (contract 4). */
+  unacknowledgedWaits: number;
   /** Source batches that went out merged with others (contract 7), and the partitions whose
    *  destination refused a merged batch as too large (they copy batch by batch since). */
   mergedBatches: number;
@@ -251,6 +262,7 @@ export function emptyCopyStats(): CopyStats {
     gapOffsets: 0,
     openFillsAborted: 0,
     producerKept: 0,
+    unacknowledgedWaits: 0,
     mergedBatches: 0,
     mergingStopped: 0,
     prefetchesUsed: 0,
@@ -739,6 +751,9 @@ class Copier {
       }
       this.stats.producerKept++;
     } else {
+      // Records a leader holds unacknowledged would land before anything sent with a fresh
+      // producer id: once they are acknowledged, everything is read again.
+      if (await this.awaitAcknowledged(active)) return this.resync(keys);
       this.producer = await destination.initProducerId();
       this.producerLost = false;
       this.outOfOrderSince = undefined;
@@ -992,6 +1007,43 @@ class Copier {
   }
 
   /** Drop every prefetch (a resync moves positions; the copier stops): their bytes go back. */
+  /**
+   * Wait until no copying partition of `states` holds records its destination leader appended but
+   * has not acknowledged (log end above the high watermark; contract 4). True when there were some.
+   */
+  private async awaitAcknowledged(states: readonly PartitionState[]): Promise<boolean> {
+    const deadline = Date.now() + this.options.unacknowledgedPatienceMs;
+    let pending = [...groupBy(states.filter((s) => s.status === 'copying'), (s) => s.topic)];
+    let waited = false;
+    for (;;) {
+      const behind: [string, PartitionState[]][] = [];
+      let first: { state: PartitionState; highWatermark: bigint; logEnd: bigint } | undefined;
+      await forEachLimit(pending, RESYNC_CONCURRENCY, async ([topic, ps]) => {
+        const ends = await this.req.destination.logEnds(topic, ps.map((s) => s.partition));
+        const held = ps.filter((s) => {
+          const e = ends.get(s.partition)!;
+          if (e.logEnd > e.highWatermark) first ??= { state: s, ...e };
+          return e.logEnd > e.highWatermark;
+        });
+        if (held.length > 0) behind.push([topic, held]);
+      });
+      if (first === undefined) return waited;
+      if (Date.now() >= deadline) {
+        const { state, highWatermark, logEnd } = first;
+        throw new KmirrorError(
+          'CLUSTER_UNREACHABLE',
+          `destination ${state.topic}-${state.partition}: records its leader appended at offsets ${highWatermark}–${logEnd - 1n} are still not acknowledged by its followers after ${this.options.unacknowledgedPatienceMs / 1000} s (a follower in the ISR is stalled); copying resumes once they are`,
+          { topic: state.topic, partition: state.partition, highWatermark: highWatermark.toString(), logEnd: logEnd.toString() },
+        );
+      }
+      if (!waited) this.stats.unacknowledgedWaits++;
+      waited = true;
+      pending = behind;
+      await sleep(250, undefined, { signal: this.stop.signal }).catch(() => undefined);
+      this.stop.signal.throwIfAborted();
+    }
+  }
+
   private async dropPrefetches(): Promise<void> {
     const all = [...this.prefetches.values()];
     this.prefetches.clear();

@@ -102,6 +102,8 @@ export function body(whole: Buffer): Pick<KafkajsEncoder, 'buf' | 'offset' | typ
 
 const API_PRODUCE = 0;
 const API_FETCH = 1;
+const API_LIST_OFFSETS = 2;
+const API_OFFSET_FOR_LEADER_EPOCH = 23;
 
 export const IsolationLevel = { READ_UNCOMMITTED: 0, READ_COMMITTED: 1 } as const;
 
@@ -908,6 +910,65 @@ export class RawCluster {
     });
     return out;
   }
+
+  /**
+   * Each partition's high watermark and log end at its leader. The log end is the offset after the
+   * last record the leader has appended, its followers' acknowledgement or not: a batch appended
+   * while a follower in the ISR stalls lies between the two, invisible to every read, and lands
+   * (is acknowledged) once that follower catches up or leaves the ISR. Read with ListOffsets v4
+   * (the high watermark and the leader's epoch) and OffsetForLeaderEpoch v3 for that epoch, which
+   * answers its end: the log end for the current epoch.
+   */
+  async logEnds(topic: string, partitions: readonly number[]): Promise<Map<number, { readonly highWatermark: bigint; readonly logEnd: bigint }>> {
+    const out = new Map<number, { highWatermark: bigint; logEnd: bigint }>();
+    const answer = (p: number, code: number, what: string) => {
+      const error = kafkaError(code);
+      if (error) throw new KafkaAnswerError(`${what} ${topic}-${p}: ${error.type}`, error);
+    };
+    await this.atLeaders(topic, partitions, async (broker, ps) => {
+      const latest = new Writer().int32(-1).int8(IsolationLevel.READ_UNCOMMITTED).int32(1).string(topic).int32(ps.length);
+      for (const p of ps) latest.int32(p).int32(-1).int64(-1n);
+      const heads = await sendFlat(broker, API_LIST_OFFSETS, 4, 'ListOffsets', latest, (r) => {
+        const partition = r.int32();
+        const code = r.int16();
+        r.int64(); // timestamp
+        return { partition, code, offset: r.int64(), leaderEpoch: r.int32() };
+      });
+      for (const h of heads) answer(h.partition, h.code, 'list offsets');
+      const ask = new Writer().int32(-1).int32(1).string(topic).int32(heads.length);
+      for (const h of heads) ask.int32(h.partition).int32(h.leaderEpoch).int32(h.leaderEpoch);
+      const ends = await sendFlat(broker, API_OFFSET_FOR_LEADER_EPOCH, 3, 'OffsetForLeaderEpoch', ask, (r) => {
+        const code = r.int16();
+        const partition = r.int32();
+        r.int32(); // the epoch answered
+        return { code, partition, endOffset: r.int64() };
+      });
+      const highWatermarks = new Map(heads.map((h) => [h.partition, h.offset]));
+      for (const e of ends) {
+        answer(e.partition, e.code, 'offset for leader epoch');
+        const highWatermark = highWatermarks.get(e.partition)!;
+        // The leader no longer knows that epoch (leadership moved between the two requests).
+        if (e.endOffset < 0n) throw new KafkaAnswerError(`offset for leader epoch ${topic}-${e.partition}: the leader's epoch changed`, kafkaError(74)!);
+        out.set(e.partition, { highWatermark, logEnd: e.endOffset > highWatermark ? e.endOffset : highWatermark });
+      }
+    });
+    return out;
+  }
+}
+
+/** Send a request whose answer is a throttle time, then topics of partitions (ListOffsets v4,
+ *  OffsetForLeaderEpoch v3); returns the partitions, each read by `partition`, in one list. */
+async function sendFlat<T>(broker: InternalBroker, apiKey: number, apiVersion: number, apiName: string, request: Writer, partition: (r: Reader) => T): Promise<T[]> {
+  const payload = request.done();
+  const decode = async (b: Buffer): Promise<T[]> => {
+    const r = new Reader(b);
+    r.int32(); // throttle time
+    return r.array(() => {
+      r.string(); // topic
+      return r.array(() => partition(r));
+    }).flat();
+  };
+  return (await broker.connectionPool.send({ request: { apiKey, apiVersion, apiName, encode: async () => body(payload) }, response: { decode, parse: async (d: unknown) => d } })) as T[];
 }
 
 /** A broker's per-partition error answer, as thrown inside RawCluster (mapped by callers). */

@@ -4,7 +4,9 @@
 // high watermark — all a client can read of the destination's end — stays below the batch. The
 // copier's resync must not send those records again at the end it reads: the batch would be
 // appended a second time once the follower is back, at the wrong offsets. Offsets equal, every
-// record once, no partition failed.
+// record once, no partition failed. And the same stall across a change of owner: a new copier (a
+// fresh producer id, as after a worker's death and a lease takeover) must not copy at the end it
+// reads while its predecessor's batch waits there for the follower.
 import { afterAll, describe, expect, it } from 'vitest';
 import { pauseNode, startCluster } from '../../scripts/stack/kafka.ts';
 import { finishAndVerify, keepWriting } from '../support/leader-change.ts';
@@ -47,5 +49,40 @@ describe('a destination follower that stalls mid-copy', () => {
     console.log(`slow follower: ${result.stats.resyncs} resyncs, ${result.stats.producerKept} kept the producer id`);
     // The resyncs the stall caused went on with the producer id whose batches were in flight.
     expect(result.stats.producerKept).toBeGreaterThan(0);
+  });
+
+  it('a new owner waits for the batch its predecessor left with the stalled follower, then goes on after it', async () => {
+    const f = fixture();
+    const partitions = 1;
+    const all = allPartitions(partitions);
+    const topic = await f.topicPair({ partitions, destReplicationFactor: 3 });
+    const producer = await f.producer();
+    await sendAll(producer, topic, messages(500, partitions));
+    const first = new AbortController();
+    const firstCopy = f.copy({ topic, partitions: all, signal: first.signal, options: { unreachableAfterMs: 120_000 } });
+    await expect.poll(async () => (await f.dest.listOffsets(topic, all, 'latest')).get(0), { timeout: 30_000, interval: 200 }).toBe(500n);
+    const meta = await f.dest.partitions(topic);
+    // The follower with the larger id: metadata requests go to the lowest-numbered broker first,
+    // and one stopped there would hold every copier's resync, not only the acknowledgement.
+    frozen = Math.max(...meta[0]!.replicas.filter((r) => r !== meta[0]!.leader));
+    expect(pauseNode('dest', frozen!, true)).toBe(true);
+    await sendAll(producer, topic, messages(1_500, partitions, { from: 500 }));
+    // The first owner's batches reach the leader; their acknowledgement never comes back.
+    await expect.poll(async () => (await f.dest.logEnds(topic, all)).get(0)!.logEnd, { timeout: 30_000, interval: 200 }).toBeGreaterThan(500n);
+    first.abort();
+    await firstCopy;
+    const held = (await f.dest.logEnds(topic, all)).get(0)!;
+    expect(held.highWatermark).toBe(500n);
+    expect(held.logEnd).toBeGreaterThan(500n);
+    // The next owner starts while the batch still waits for the follower.
+    const next = new AbortController();
+    const nextCopy = f.copy({ topic, partitions: all, signal: next.signal, options: { unreachableAfterMs: 120_000 } });
+    // (Its lease may first wait out the predecessor's: ttl 3 s + grace 2.5 s in the tests.)
+    await sleep(9_000);
+    pauseNode('dest', frozen!, false);
+    frozen = undefined;
+    const result = await finishAndVerify(f, topic, partitions, { stop: async () => 2_000 }, { stop: next, copying: nextCopy });
+    console.log(`takeover over a stalled follower: waited ${result.stats.unacknowledgedWaits} time(s), ${result.stats.resyncs} resyncs`);
+    expect(result.stats.unacknowledgedWaits).toBe(1);
   });
 });
