@@ -383,6 +383,31 @@ export async function isrStatus(destination: RawCluster, destAdmin: Admin, topic
 }
 
 /**
+ * The topics that delete old records by retention: cleanup.policy includes delete and a time or
+ * size limit is set (retention.ms or retention.bytes other than -1). Such a topic may start later
+ * on the destination than on the source, as each cluster's retention removes whole segments and
+ * their bounds differ (kafka/verify.ts VerifyOptions).
+ */
+export async function deletesByRetention(admin: Admin, topics: readonly string[]): Promise<Set<string>> {
+  if (topics.length === 0) return new Set();
+  const names = ['cleanup.policy', 'retention.ms', 'retention.bytes'];
+  try {
+    const { resources } = await admin.describeConfigs({ resources: topics.map((name) => ({ type: ConfigResourceTypes.TOPIC, name, configNames: names })), includeSynonyms: false });
+    return new Set(
+      resources
+        .filter((r) => {
+          const value = (name: string) => r.configEntries.find((e) => e.configName === name)?.configValue;
+          const deletes = (value('cleanup.policy') ?? 'delete').split(',').map((p) => p.trim()).includes('delete');
+          return deletes && (value('retention.ms') !== '-1' || value('retention.bytes') !== '-1');
+        })
+        .map((r) => r.resourceName),
+    );
+  } catch (err) {
+    throw kafkaFailure(err, 'describe destination topic configs');
+  }
+}
+
+/**
  * Make mirror topics writable again (failover, promote): delete the DENY WRITE ACLs on them. A
  * mirror topic belongs to its mirror, so every literal DENY WRITE on it is taken as the read-only
  * guard applyReadOnly put there. Returns the principals that may write again.

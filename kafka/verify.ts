@@ -32,6 +32,17 @@ export interface PartitionVerification {
   readonly from: string;
   readonly to: string;
   readonly firstMismatch?: VerifyMismatch;
+  /** [from, to): records the destination's own retention removed (it starts later than the
+   *  source), left out of the comparison; only with `destinationRetention`. */
+  readonly removedByDestinationRetention?: { readonly from: string; readonly to: string };
+}
+
+export interface VerifyOptions {
+  /** The destination topic deletes by retention (cleanup.policy delete with a time or size
+   *  limit: destinationDeletesByRetention), so it may start later than the source: its own
+   *  retention removes segments whose bounds differ from the source's. Compare from its start
+   *  then. Otherwise a later start is a mismatch (records the mirror never got). */
+  readonly destinationRetention?: boolean;
 }
 
 /** Committed records of [from, to) in offset order, fetched in chunks (no consumer group). A log
@@ -123,25 +134,34 @@ function bufEq(a: Buffer | null, b: Buffer | null): boolean {
  * two logs (read_committed), so a missing and an extra record both show. The destination must not
  * start above the source's log start.
  */
-export async function verifyPartition(source: RawCluster, destination: RawCluster, topic: string, partition: number, to?: bigint): Promise<PartitionVerification> {
+export async function verifyPartition(source: RawCluster, destination: RawCluster, topic: string, partition: number, to?: bigint, options: VerifyOptions = {}): Promise<PartitionVerification> {
   const [srcStart, dstStart, srcEnd, dstEnd] = await Promise.all([
     source.listOffsets(topic, [partition], 'earliest'),
     destination.listOffsets(topic, [partition], 'earliest'),
     source.listOffsets(topic, [partition], 'latest', IsolationLevel.READ_COMMITTED),
     destination.listOffsets(topic, [partition], 'latest', IsolationLevel.READ_COMMITTED),
   ]);
-  const from = srcStart.get(partition)!;
+  const sourceStart = srcStart.get(partition)!;
+  const destinationStart = dstStart.get(partition)!;
   // Without `to`, both whole logs: a destination longer than its source shows as extra records.
   const end = to ?? (srcEnd.get(partition)! > dstEnd.get(partition)! ? srcEnd.get(partition)! : dstEnd.get(partition)!);
-  const base = { partition, from: from.toString(), to: end.toString() };
+  const removed = options.destinationRetention === true && destinationStart > sourceStart;
+  const from = removed ? (destinationStart < end ? destinationStart : end) : sourceStart;
+  const base = {
+    partition,
+    from: from.toString(),
+    to: end.toString(),
+    ...(removed ? { removedByDestinationRetention: { from: sourceStart.toString(), to: from.toString() } } : {}),
+  };
   // The destination may keep mirrored records below a log start the source's retention moved
-  // later; it must not start above it (records the mirror never got).
-  if (dstStart.get(partition)! > from) {
+  // later; it must not start above it (records the mirror never got) unless its own retention
+  // removed them.
+  if (destinationStart > from) {
     return {
       ...base,
       equal: false,
       recordsCompared: 0,
-      firstMismatch: { partition, offset: from.toString(), field: 'log-start', source: from.toString(), destination: dstStart.get(partition)!.toString() },
+      firstMismatch: { partition, offset: from.toString(), field: 'log-start', source: from.toString(), destination: destinationStart.toString() },
     };
   }
   // Each side is read up to its own end at most: a shorter side shows as missing records.

@@ -9,6 +9,7 @@ import { KmirrorError } from '../../domain/errors.ts';
 import { mirrorStreamId } from '../../domain/events.ts';
 import { partitionKey } from '../../kafka/copier.ts';
 import { endOffsets } from '../../kafka/offsets.ts';
+import { deletesByRetention } from '../../kafka/mirror-topics.ts';
 import { planGroupOffsets } from '../../kafka/group-offsets.ts';
 import { verifyPartition, type PartitionVerification } from '../../kafka/verify.ts';
 import { errorBody } from '../../errors-output.ts';
@@ -266,10 +267,12 @@ export function mirrorCommands(ctx: CliContext): Command[] {
       const clusters = await ctx.clusters();
       const [source, destination] = await Promise.all([clusters.get(d.sourceCluster), clusters.get(d.destinationCluster)]);
       const results: (PartitionVerification & { topic: string })[] = [];
+      // Where the destination's own retention deletes, it may start later than the source.
+      const retaining = await deletesByRetention(destination.admin, topics.map((t) => t.topic));
       for (const t of topics) {
         for (let p = 0; p < t.partitionCount; p++) {
           const to = options.full === true ? undefined : (await destination.raw.listOffsets(t.topic, [p], 'latest')).get(p)!;
-          results.push({ topic: t.topic, ...(await verifyPartition(source.raw, destination.raw, t.topic, p, to)) });
+          results.push({ topic: t.topic, ...(await verifyPartition(source.raw, destination.raw, t.topic, p, to, { destinationRetention: retaining.has(t.topic) })) });
         }
       }
       const different = results.filter((r) => !r.equal);
@@ -287,7 +290,13 @@ export function mirrorCommands(ctx: CliContext): Command[] {
         ctx.print(
           table(
             ['TOPIC', 'PARTITION', 'RANGE', 'RESULT'],
-            results.map((r) => [r.topic, String(r.partition), `[${r.from}, ${r.to})`, r.equal ? `equal (${r.recordsCompared} records)` : `DIFFERENT at offset ${r.firstMismatch?.offset}: ${r.firstMismatch?.field} (source ${r.firstMismatch?.source}, destination ${r.firstMismatch?.destination})`]),
+            results.map((r) => [
+              r.topic,
+              String(r.partition),
+              `[${r.from}, ${r.to})`,
+              (r.equal ? `equal (${r.recordsCompared} records)` : `DIFFERENT at offset ${r.firstMismatch?.offset}: ${r.firstMismatch?.field} (source ${r.firstMismatch?.source}, destination ${r.firstMismatch?.destination})`) +
+                (r.removedByDestinationRetention ? `; [${r.removedByDestinationRetention.from}, ${r.removedByDestinationRetention.to}) removed by the destination's retention, not compared` : ''),
+            ]),
           ),
         );
       }

@@ -1,10 +1,12 @@
 // The oracle the tests and the demo trust (kafka/verify.ts) catches every kind of difference: a
 // changed key, value, header or timestamp, a missing and an extra record, a destination starting
-// above the source, a source-aborted record's data in the destination's aborted transactions; and its read_committed view keeps a producer's committed transaction that
+// above the source (unless the destination's own retention removed the records: then compared from
+// its start), a source-aborted record's data in the destination's aborted transactions; and its read_committed view keeps a producer's committed transaction that
 // follows one of its aborted ones.
 import { beforeEach, describe, expect, it } from 'vitest';
 import type { Message } from 'kafkajs';
 import { readCommitted, verifyPartition } from '../../kafka/verify.ts';
+import { deletesByRetention } from '../../kafka/mirror-topics.ts';
 import { useMirrorFixture, type MirrorFixture } from '../support/mirror-fixture.ts';
 import { randomName } from '../support/stack.ts';
 import { isKmirrorError } from '../../domain/errors.ts';
@@ -84,6 +86,41 @@ describe('verifyPartition', () => {
     const topic = await pair((m) => m);
     await f.dest.deleteRecords(topic, new Map([[0, 3n]]));
     expect(await verifyPartition(f.source, f.dest, topic, 0)).toMatchObject({ equal: false, firstMismatch: { field: 'log-start', source: '0', destination: '3' } });
+  });
+
+  it("where the destination's own retention deletes, compares from its later start, says what it left out, and still catches a difference after it", async () => {
+    const same = await pair((m) => m);
+    await f.dest.deleteRecords(same, new Map([[0, 3n]]));
+    expect(await verifyPartition(f.source, f.dest, same, 0, undefined, { destinationRetention: true })).toEqual({
+      partition: 0,
+      equal: true,
+      recordsCompared: 7,
+      from: '3',
+      to: '10',
+      removedByDestinationRetention: { from: '0', to: '3' },
+    });
+    const changed = await pair(at(5, { value: 'changed' }));
+    await f.dest.deleteRecords(changed, new Map([[0, 3n]]));
+    expect(await verifyPartition(f.source, f.dest, changed, 0, undefined, { destinationRetention: true })).toMatchObject({
+      equal: false,
+      recordsCompared: 2,
+      firstMismatch: { field: 'value', offset: '5' },
+      removedByDestinationRetention: { from: '0', to: '3' },
+    });
+  });
+});
+
+describe('deletesByRetention', () => {
+  it('names the topics whose cleanup policy deletes with a time or size limit', async () => {
+    const topics = {
+      byDefault: await f.topicPair(),
+      compactOnly: await f.topicPair({ configs: { 'cleanup.policy': 'compact' } }),
+      unlimited: await f.topicPair({ configs: { 'retention.ms': '-1', 'retention.bytes': '-1' } }),
+      sizeOnly: await f.topicPair({ configs: { 'retention.ms': '-1', 'retention.bytes': '1073741824' } }),
+      compactAndDelete: await f.topicPair({ configs: { 'cleanup.policy': 'compact,delete' } }),
+    };
+    const retaining = await deletesByRetention(f.destAdmin, Object.values(topics));
+    expect(Object.fromEntries(Object.entries(topics).map(([k, t]) => [k, retaining.has(t)]))).toEqual({ byDefault: true, compactOnly: false, unlimited: false, sizeOnly: true, compactAndDelete: true });
   });
 });
 
