@@ -213,7 +213,7 @@ export function createDataPlaneActivities(deps: DataPlaneDeps) {
     /**
      * A stop's record of where each destination partition ends (DESIGN §6): the end offset, the
      * checksum of the last record, and the source leader epoch of its batch when the source answers
-     * (-1 when it does not). Recorded as the last mirrored position unless already recorded.
+     * (-1 when it does not). Recorded as the final position: the first a stop records is kept.
      */
     async recordFinalPositions(input: {
       readonly mirror: string;
@@ -232,19 +232,15 @@ export function createDataPlaneActivities(deps: DataPlaneDeps) {
         .map((p) => ({ ...p, offset: ends.get(partitionKey(p.topic, p.partition))! - 1n }));
       const onDestination = await recordsAt(destination.raw, wanted);
       const onSource = source === undefined ? new Map() : await recordsAt(source.raw, wanted).catch(() => new Map());
-      const recorded = await db
-        .selectFrom('mirror_partitions')
-        .select(['topic', 'partition', 'last_mirrored_offset'])
-        .where('mirror', '=', input.mirror)
-        .where('topic', 'in', topics.map((t) => t.topic))
-        .execute();
-      const recordedAt = new Map(recorded.map((r) => [partitionKey(r.topic, r.partition), r.last_mirrored_offset]));
-      const positions: MirroredPosition[] = [];
+      // Final positions: the chart keeps the first one a stop records (a stop run again, after the
+      // topic was made writable, must not take what the destination took since as mirrored data)
+      // and drops the others (skipRefused).
+      const positions: (MirroredPosition & { final: true })[] = [];
       for (const w of wanted) {
         const key = partitionKey(w.topic, w.partition);
         const last = onDestination.get(key);
-        if (last === undefined || recordedAt.get(key) === w.offset + 1n) continue;
-        positions.push({ topic: w.topic, partition: w.partition, offset: w.offset + 1n, leaderEpoch: onSource.get(key)?.leaderEpoch ?? -1, checksum: boundaryChecksum(last, w.offset) });
+        if (last === undefined) continue;
+        positions.push({ topic: w.topic, partition: w.partition, offset: w.offset + 1n, leaderEpoch: onSource.get(key)?.leaderEpoch ?? -1, checksum: boundaryChecksum(last, w.offset), final: true });
       }
       if (positions.length > 0) await executeMirrorCommand(db, { type: 'RecordLastMirrored', mirror: input.mirror, positions, skipRefused: true }, input.metadata);
       return {

@@ -3,7 +3,7 @@
 // print (cli/context.ts opens what they need and closes it after).
 //
 // Exit codes: 0 success, 1 a failure reported as `error <CODE>: <message>` (with --json as
-// {"error":{"code","message"}} on stdout), 2 a usage error (INVALID_ARGUMENT).
+// {"error":{"code","message"}} on stdout), 2 a usage error (USAGE_CODES: the request's own shape).
 import { Command, CommanderError } from 'commander';
 import { readFileSync } from 'node:fs';
 import { isKmirrorError, KmirrorError } from '../domain/errors.ts';
@@ -27,8 +27,12 @@ Configuration comes from environment variables (every one is described in .env.e
 Variables not set in the environment are read from KMIRROR_ENV_FILE, by default the local
 stack's .stack/env (written by \`npm run stack -- up\`). The environment always wins.
 
-Exit codes: 0 ok, 1 error (printed as "error <CODE>: <message>"), 2 usage error.
+Exit codes: 0 ok, 1 error (printed as "error <CODE>: <message>"), 2 usage error
+(INVALID_ARGUMENT, INVALID_CLUSTER_MIRROR_NAME, INVALID_TOPIC_PATTERN).
 With --json, errors are printed on stdout as {"error":{"code":"<CODE>","message":"…"}}.`;
+
+/** Refusals of a request for its own shape (a bad option, name or pattern): exit 2. */
+const USAGE_CODES = ['INVALID_ARGUMENT', 'INVALID_CLUSTER_MIRROR_NAME', 'INVALID_TOPIC_PATTERN'] as const;
 
 export function buildProgram(output: Output = processOutput, context?: (ctx: CliContext) => void): Command {
   const program: Command = new Command('kmirror')
@@ -99,6 +103,6 @@ export async function runCli(argv: readonly string[], output: Output = processOu
     }
     printError(err, { json, output });
     // A request refused for its own shape is a usage error, wherever it was noticed.
-    return isKmirrorError(err, 'INVALID_ARGUMENT') ? 2 : 1;
+    return USAGE_CODES.some((code) => isKmirrorError(err, code)) ? 2 : 1;
   }
 }

@@ -50,6 +50,38 @@ function storeCluster(db: Db, secretKey: Buffer, type: 'RegisterCluster' | 'Chan
   );
 }
 
+/** Forget a registered cluster: its row and its sealed connection are deleted (the events keep
+ *  the history). CLUSTER_IN_USE while a mirror that is not deleted reads from or writes to it. */
+export function removeCluster(db: Db, cluster: string, metadata: EventMetadata): Promise<CommandResult> {
+  return handleCommand(
+    db,
+    {
+      streamId: clusterStreamId(cluster),
+      async load(trx) {
+        // The row locked first: a mirror being created with this cluster holds a shared lock on it
+        // (mirror-store), so either that creation commits first and is seen here, or it waits and
+        // then finds the cluster gone.
+        await trx.selectFrom('clusters').select('name').where('name', '=', cluster).forUpdate().execute();
+        const using = await trx
+          .selectFrom('mirrors')
+          .select('name')
+          .where('state', '!=', 'deleted')
+          .where((eb) => eb.or([eb('source_cluster', '=', cluster), eb('destination_cluster', '=', cluster)]))
+          .orderBy('name')
+          .execute();
+        return { ...(await loadCluster(trx, cluster)), mirrorsUsing: using.map((r) => r.name) };
+      },
+      decide: (loaded) => decideCluster({ type: 'RemoveCluster', cluster }, loaded.state, loaded.mirrorsUsing),
+      async project(trx, loaded, appended) {
+        const state = appended.events.reduce(evolveCluster, loaded.state);
+        await writeClusterRow(trx, state, loaded.createdAt ?? appended.recordedAt, appended.recordedAt);
+        await trx.deleteFrom('cluster_connections').where('cluster', '=', cluster).execute();
+      },
+    },
+    metadata,
+  );
+}
+
 async function upsertSealed(trx: Trx, cluster: string, sealed: ReturnType<typeof sealConnection>, at: Date): Promise<void> {
   const row = { key_id: sealed.keyId, iv: sealed.iv, ciphertext: sealed.ciphertext, auth_tag: sealed.authTag, updated_at: at };
   await trx

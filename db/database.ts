@@ -11,7 +11,7 @@
 //                 cluster_connections (sealed credentials), partition_leases (fencing epochs);
 //                 a rebuild never touches them: a fencing epoch must never go backwards, and a
 //                 credential must never be in the append-only log.
-import type { ColumnType, Insertable, Kysely, Selectable, Transaction } from 'kysely';
+import type { ColumnType, Generated, Insertable, Kysely, Selectable, Transaction } from 'kysely';
 
 /** jsonb: read as the parsed value, written as JSON text. */
 export type Json<T> = ColumnType<T, string, string>;
@@ -90,6 +90,7 @@ export interface MirrorPartitionsTable {
   error_code: string | null;
   error_message: string | null;
   stop_mode: string | null;
+  final_position: Generated<boolean>;
   last_mirrored_offset: bigint | null;
   last_mirrored_epoch: number | null;
   last_mirrored_checksum: string | null;

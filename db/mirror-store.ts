@@ -26,7 +26,9 @@ export async function executeMirrorCommand(db: Db, command: MirrorCommand, metad
       async load(trx): Promise<LoadedForCommand> {
         const loaded = await loadMirror(trx, command.mirror, topicsNeeded(command));
         if (command.type !== 'CreateMirror') return { ...loaded, knownClusters: new Set() };
-        const rows = await trx.selectFrom('clusters').select('name').where('name', 'in', [command.sourceCluster, command.destinationCluster]).execute();
+        // Shared locks: a removal of either cluster (which locks its row for update) waits for this
+        // creation to commit, and then sees the mirror using it (cluster-store removeCluster).
+        const rows = await trx.selectFrom('clusters').select('name').where('name', 'in', [command.sourceCluster, command.destinationCluster]).forShare().execute();
         return { ...loaded, knownClusters: new Set(rows.map((r) => r.name)) };
       },
       decide(loaded) {

@@ -32,27 +32,38 @@ function assertConnection(cluster: string, connection: ConnectionDescription): v
   }
 }
 
-export function decideCluster(command: ClusterCommand, state: Cluster): ClusterEvent[] {
+/** `mirrorsUsing`: the mirrors (not deleted) that read from or write to the cluster, for a removal. */
+export function decideCluster(command: ClusterCommand, state: Cluster, mirrorsUsing: readonly string[] = []): ClusterEvent[] {
   assertClusterName(command.cluster);
-  assertConnection(command.cluster, command.connection);
-  const data = { cluster: command.cluster, connection: command.connection };
+  const { cluster } = command;
+  const unknown = () => new KmirrorError('UNKNOWN_CLUSTER', `cluster ${cluster} is not registered`, { cluster });
+  if (command.type === 'RemoveCluster') {
+    if (state.connection === null) throw unknown();
+    if (mirrorsUsing.length > 0) {
+      throw new KmirrorError('CLUSTER_IN_USE', `cluster ${cluster} is used by mirror ${mirrorsUsing.join(', ')}: delete ${mirrorsUsing.length > 1 ? 'them' : 'it'} first (kmirror delete)`, { cluster, mirrors: mirrorsUsing.join(',') });
+    }
+    return [{ type: 'ClusterRemoved', data: { cluster } }];
+  }
+  assertConnection(cluster, command.connection);
+  const data = { cluster, connection: command.connection };
   switch (command.type) {
     case 'RegisterCluster':
-      if (state.connection !== null) throw new KmirrorError('CLUSTER_ALREADY_EXISTS', `cluster ${command.cluster} is already registered`, { cluster: command.cluster });
+      if (state.connection !== null) throw new KmirrorError('CLUSTER_ALREADY_EXISTS', `cluster ${cluster} is already registered`, { cluster });
       return [{ type: 'ClusterRegistered', data }];
     case 'ChangeClusterConnection':
-      if (state.connection === null) throw new KmirrorError('UNKNOWN_CLUSTER', `cluster ${command.cluster} is not registered`, { cluster: command.cluster });
+      if (state.connection === null) throw unknown();
       return [{ type: 'ClusterConnectionChanged', data }];
   }
 }
 
 export function evolveCluster(state: Cluster, event: ClusterEvent): Cluster {
   const registered = state.connection !== null;
+  // Registered again after a removal: a new registration.
   if ((event.type === 'ClusterRegistered') === registered) {
     throw new KmirrorError('EVENT_HISTORY_INVALID', `cluster ${state.name}: ${event.type} cannot be applied (${registered ? 'already registered' : 'not registered'})`, {
       cluster: state.name,
       event: event.type,
     });
   }
-  return { name: state.name, connection: event.data.connection };
+  return { name: state.name, connection: event.type === 'ClusterRemoved' ? null : event.data.connection };
 }

@@ -21,7 +21,14 @@ export interface ChangeClusterConnection {
   readonly connection: ConnectionDescription;
 }
 
-export type ClusterCommand = RegisterCluster | ChangeClusterConnection;
+/** Forget a cluster: its description and sealed connection go; refused while a mirror (not
+ *  deleted) reads from or writes to it (the store finds those). */
+export interface RemoveCluster {
+  readonly type: 'RemoveCluster';
+  readonly cluster: string;
+}
+
+export type ClusterCommand = RegisterCluster | ChangeClusterConnection | RemoveCluster;
 
 /** What the copier does when the source's retention removed records before they were mirrored:
  *  record the lost range and go on (`continue`, the default), or fail the partition (`fail`) until
@@ -101,7 +108,8 @@ export type RetryPartitions = PartitionsCommand<'RetryPartitions'> & { readonly 
 export interface RecordLastMirrored {
   readonly type: 'RecordLastMirrored';
   readonly mirror: string;
-  readonly positions: readonly ({ readonly topic: string; readonly partition: number } & LastMirrored)[];
+  /** final: a stop's position (machines/partition.ts: the last one until a restart). */
+  readonly positions: readonly ({ readonly topic: string; readonly partition: number; readonly final?: boolean } & LastMirrored)[];
   /** Drop the positions the chart refuses instead of refusing the command (the copy activities'
    *  periodic recording races with operations that change partition states). */
   readonly skipRefused?: boolean;

@@ -52,6 +52,8 @@ export const ErrorCodes = [
   'EVENT_HISTORY_INVALID',
   'UNKNOWN_CLUSTER',
   'CLUSTER_ALREADY_EXISTS',
+  /** A cluster a mirror (not deleted) reads from or writes to cannot be removed. */
+  'CLUSTER_IN_USE',
   'SECRET_KEY_INVALID',
   'STACK_PREREQUISITE_MISSING',
   'TEMPORAL_UNREACHABLE',

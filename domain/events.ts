@@ -19,7 +19,8 @@ export interface PartitionRef {
 export type ClusterRegistered = Event<'ClusterRegistered', { readonly cluster: string; readonly connection: ConnectionDescription }>;
 /** The connection (and so possibly its credentials) was replaced; the description is the new one. */
 export type ClusterConnectionChanged = Event<'ClusterConnectionChanged', { readonly cluster: string; readonly connection: ConnectionDescription }>;
-export type ClusterEvent = ClusterRegistered | ClusterConnectionChanged;
+export type ClusterRemoved = Event<'ClusterRemoved', { readonly cluster: string }>;
+export type ClusterEvent = ClusterRegistered | ClusterConnectionChanged | ClusterRemoved;
 
 /** onRecordsLost is absent on mirrors created before the setting existed (= `continue`). */
 export type MirrorCreated = Event<'MirrorCreated', { readonly mirror: string; readonly sourceCluster: string; readonly destinationCluster: string; readonly onRecordsLost?: RecordsLostPolicy }>;
@@ -74,9 +75,11 @@ export type PartitionFailed = Event<
   PartitionRef & { readonly error: { readonly code: string; readonly message: string }; readonly retryable: boolean }
 >;
 export type PartitionRetried = Event<'PartitionRetried', PartitionRef & { readonly trigger: RetryTrigger }>;
+/** final: the position a stop's copies ended at, recorded before the topic is made writable; the
+ *  last one until the partition is restarted (machines/partition.ts). */
 export type PartitionPositionRecorded = Event<
   'PartitionPositionRecorded',
-  PartitionRef & { readonly offset: string; readonly leaderEpoch: number; readonly checksum: string }
+  PartitionRef & { readonly offset: string; readonly leaderEpoch: number; readonly checksum: string; readonly final?: true }
 >;
 /** Records the source's retention removed before they were mirrored, [from, to): the copier moved
  *  the destination past them (DESIGN §5, invariant 7) — never a silent skip. */

@@ -95,6 +95,7 @@ export function chartEventOf(event: PartitionLifecycleEvent): PartitionChartEven
       return {
         type: 'RECORD_POSITION',
         position: { offset: BigInt(event.data.offset), leaderEpoch: event.data.leaderEpoch, checksum: event.data.checksum },
+        final: event.data.final === true,
       };
   }
 }
@@ -287,7 +288,7 @@ function decideRecord(command: RecordLastMirrored, state: Mirror): MirrorEvent[]
     if (p.offset < 0n) throw new KmirrorError('INVALID_ARGUMENT', `partition ${key}: offset ${p.offset} is negative`);
     events.push({
       type: 'PartitionPositionRecorded',
-      data: { topic: p.topic, partition: p.partition, offset: p.offset.toString(), leaderEpoch: p.leaderEpoch, checksum: p.checksum },
+      data: { topic: p.topic, partition: p.partition, offset: p.offset.toString(), leaderEpoch: p.leaderEpoch, checksum: p.checksum, ...(p.final === true ? { final: true as const } : {}) },
     });
   }
   if (command.skipRefused === true) {

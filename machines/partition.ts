@@ -22,6 +22,9 @@
 //                                              operator: always, and resets the attempt count
 //   MIRRORING, PAUSING, PAUSED, STOPPING: RECORD_POSITION (stays; only if the offset does not go
 //                                              backwards; counts as progress)
+//   STOPPING: a final RECORD_POSITION (the position the stop's copies ended at, recorded before the
+//             topic is made writable) is the last one until the partition is restarted: the
+//             destination may take writes after it that are not mirrored data (a stop run again)
 // Context invariant: previousState, error and retryable are non-null exactly in FAILED.
 import { and, assign, setup, transition, type SnapshotFrom } from 'xstate';
 
@@ -58,6 +61,8 @@ export interface PartitionContext {
   readonly error: PartitionError | null;
   /** How the current or last stop was asked for; a retried STOPPING needs it. */
   readonly stopMode: StopMode | null;
+  /** The current stop recorded its final position: no other is recorded until a restart. */
+  readonly finalPosition: boolean;
 }
 
 /** What callers send. RECORD_POSITION carries the position; the chart itself receives
@@ -72,11 +77,11 @@ export type PartitionEvent =
   | { readonly type: 'START' }
   | { readonly type: 'FAIL'; readonly error: PartitionError; readonly retryable: boolean }
   | { readonly type: 'RETRY'; readonly trigger: RetryTrigger }
-  | { readonly type: 'RECORD_POSITION'; readonly position: LastMirrored };
+  | { readonly type: 'RECORD_POSITION'; readonly position: LastMirrored; readonly final?: boolean };
 export type PartitionEventType = PartitionEvent['type'];
 
 /** The events the xstate machine receives. */
-export type ChartEvent = Exclude<PartitionEvent, { type: 'RECORD_POSITION' }> | { readonly type: 'RECORD_POSITION'; readonly advances: boolean };
+export type ChartEvent = Exclude<PartitionEvent, { type: 'RECORD_POSITION' }> | { readonly type: 'RECORD_POSITION'; readonly advances: boolean; readonly final: boolean };
 export const PartitionEventTypes: readonly PartitionEventType[] = ['TRUNCATED', 'PAUSE', 'PAUSED', 'RESUME', 'STOP', 'STOPPED', 'START', 'FAIL', 'RETRY', 'RECORD_POSITION'];
 
 /** The KIP's retry policy: exponential backoff from 1 s, capped at 300 s, 100 attempts. */
@@ -93,6 +98,7 @@ export const initialPartitionContext: PartitionContext = Object.freeze({
   retryable: null,
   error: null,
   stopMode: null,
+  finalPosition: false,
 });
 
 const progressed = {
@@ -112,12 +118,14 @@ export const partitionMachine = setup({
       event.type === 'RETRY' &&
       (event.trigger === 'operator' || (context.retryable === true && context.retryAttempt < RetryPolicy.maxAttempts)),
     failedIn: ({ context }, params: { state: RecoverableState }) => context.previousState === params.state,
-    positionAdvances: ({ event }) => event.type === 'RECORD_POSITION' && event.advances,
+    positionAdvances: ({ context, event }) => event.type === 'RECORD_POSITION' && event.advances && !context.finalPosition,
   },
   actions: {
     progress: assign(() => progressed),
-    stop: assign(({ event }) => ({ ...progressed, stopMode: event.type === 'STOP' ? event.mode : null })),
-    restart: assign(() => ({ ...progressed, stopMode: null })),
+    // A partition that failed while stopping keeps what that stop recorded.
+    stop: assign(({ context, event }) => ({ ...progressed, stopMode: event.type === 'STOP' ? event.mode : null, finalPosition: context.previousState === 'STOPPING' && context.finalPosition })),
+    restart: assign(() => ({ ...progressed, stopMode: null, finalPosition: false })),
+    recordInStop: assign(({ event }) => ({ ...progressed, ...(event.type === 'RECORD_POSITION' && event.final ? { finalPosition: true } : {}) })),
     fail: assign(({ event }, params: { from: RecoverableState }) => {
       if (event.type !== 'FAIL') return {};
       return { previousState: params.from, error: event.error, retryable: event.retryable };
@@ -172,7 +180,7 @@ export const partitionMachine = setup({
     STOPPING: {
       on: {
         STOPPED: { target: 'STOPPED', actions: 'progress' },
-        RECORD_POSITION: { guard: 'positionAdvances', actions: 'progress' },
+        RECORD_POSITION: { guard: 'positionAdvances', actions: 'recordInStop' },
         FAIL: { target: 'FAILED', actions: { type: 'fail', params: { from: 'STOPPING' } } },
       },
     },
@@ -226,7 +234,7 @@ export function partitionStatusOf(snapshot: PartitionSnapshot, lastMirrored: Las
 export function toChartEvent(status: PartitionStatus, event: PartitionEvent): ChartEvent {
   if (event.type !== 'RECORD_POSITION') return event;
   const { offset } = event.position;
-  return { type: 'RECORD_POSITION', advances: offset >= 0n && (status.lastMirrored === null || offset >= status.lastMirrored.offset) };
+  return { type: 'RECORD_POSITION', advances: offset >= 0n && (status.lastMirrored === null || offset >= status.lastMirrored.offset), final: event.final === true };
 }
 
 // The chart is a pure function of (state value, context, chart event), and one xstate transition
@@ -245,9 +253,9 @@ function memoKey(status: PartitionStatus, event: ChartEvent): string {
         : event.type === 'RETRY'
           ? `RETRY\u0001${event.trigger}`
           : event.type === 'RECORD_POSITION'
-            ? `RECORD_POSITION\u0001${event.advances}`
+            ? `RECORD_POSITION\u0001${event.advances}\u0001${event.final}`
             : event.type;
-  return `${status.state}\u0002${c.previousState}\u0002${c.retryAttempt}\u0002${c.retryable}\u0002${c.stopMode}\u0002${c.error?.code}\u0002${c.error?.message}\u0003${e}`;
+  return `${status.state}\u0002${c.previousState}\u0002${c.retryAttempt}\u0002${c.retryable}\u0002${c.stopMode}\u0002${c.finalPosition}\u0002${c.error?.code}\u0002${c.error?.message}\u0003${e}`;
 }
 
 /** The chart's verdict: the next status, or undefined when the chart has no transition for `event`. */

@@ -1,9 +1,9 @@
-// `kmirror cluster add | list | describe`: the Kafka clusters mirrors read from and write to. The
+// `kmirror cluster add | list | describe | remove`: the Kafka clusters mirrors read from and write to. The
 // connection's credentials are sealed in Postgres (KMIRROR_SECRET_KEY) and never printed; a
 // password is read from a file, never from the command line (where `ps` and shell history see it).
 import { Command, Option } from 'commander';
 import { readFileSync } from 'node:fs';
-import { changeClusterConnection, describeCluster, listClusters, registerCluster, type ClusterDescription } from '../../db/cluster-store.ts';
+import { changeClusterConnection, describeCluster, listClusters, registerCluster, removeCluster, type ClusterDescription } from '../../db/cluster-store.ts';
 import { parseBootstrap, type ClusterConnection, type SaslMechanism, type SecurityProtocol } from '../../domain/connection.ts';
 import { KmirrorError } from '../../domain/errors.ts';
 import { assertClusterName } from '../../domain/names.ts';
@@ -82,7 +82,7 @@ function printCluster(ctx: CliContext, c: ClusterDescription, extra: Record<stri
 
 export function clusterCommand(ctx: CliContext): Command {
   const cluster = new Command('cluster')
-    .description('register and inspect the Kafka clusters mirrors connect (credentials are sealed, never printed)')
+    .description('register, inspect and remove the Kafka clusters mirrors connect (credentials are sealed, never printed)')
     .addHelpText('after', '\nExample:\n  kmirror cluster add east --bootstrap b1:9092,b2:9092\n  kmirror cluster list');
 
   cluster
@@ -126,6 +126,18 @@ export function clusterCommand(ctx: CliContext): Command {
     .addHelpText('after', '\nExample:\n  kmirror cluster describe west')
     .action(async (name: string) => {
       printCluster(ctx, await describeCluster(await ctx.db(), name));
+    });
+
+  cluster
+    .command('remove')
+    .description('forget a registered cluster and delete its sealed credentials (refused while a mirror that is not deleted uses it; the audit log keeps its history)')
+    .argument('<name>', 'cluster name')
+    .addHelpText('after', '\nExample:\n  kmirror cluster remove old-east --reason "decommissioned"')
+    .action(async (name: string) => {
+      assertClusterName(name);
+      await removeCluster(await ctx.db(), name, ctx.requester);
+      if (ctx.json) return ctx.printJson({ cluster: name, removed: true });
+      ctx.print(`cluster ${name} removed`);
     });
 
   return cluster;

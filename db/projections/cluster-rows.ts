@@ -22,7 +22,12 @@ export async function loadCluster(db: Db | Trx, name: string): Promise<LoadedClu
   };
 }
 
+/** The cluster's row, or none once it was removed. */
 export async function writeClusterRow(trx: Trx, cluster: Cluster, createdAt: Date, updatedAt: Date): Promise<void> {
+  if (cluster.connection === null) {
+    await trx.deleteFrom('clusters').where('name', '=', cluster.name).execute();
+    return;
+  }
   const connection = JSON.stringify(cluster.connection);
   await trx
     .insertInto('clusters')

@@ -43,6 +43,7 @@ export async function loadMirror(db: Db | Trx, name: string, topics: readonly st
         'error_code',
         'error_message',
         'stop_mode',
+        'final_position',
         'last_mirrored_offset',
         'last_mirrored_epoch',
         'last_mirrored_checksum',

@@ -22,6 +22,7 @@ export function partitionRow(mirror: string, topic: string, partition: number, s
     error_code: c.error?.code ?? null,
     error_message: c.error?.message ?? null,
     stop_mode: c.stopMode,
+    final_position: c.finalPosition,
     last_mirrored_offset: status.lastMirrored?.offset ?? null,
     last_mirrored_epoch: status.lastMirrored?.leaderEpoch ?? null,
     last_mirrored_checksum: status.lastMirrored?.checksum ?? null,
@@ -38,6 +39,7 @@ type StatusColumns = Pick<
   | 'error_code'
   | 'error_message'
   | 'stop_mode'
+  | 'final_position'
   | 'last_mirrored_offset'
   | 'last_mirrored_epoch'
   | 'last_mirrored_checksum'
@@ -52,6 +54,7 @@ export function partitionStatusFromRow(row: StatusColumns): PartitionStatus {
       retryable: row.retryable,
       error: row.error_code === null ? null : { code: row.error_code, message: row.error_message ?? '' },
       stopMode: row.stop_mode as StopMode | null,
+      finalPosition: row.final_position,
     },
     lastMirrored:
       row.last_mirrored_offset === null

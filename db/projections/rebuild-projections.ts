@@ -42,7 +42,9 @@ export async function rebuildProjections(db: Db, options: { readonly pageSize?: 
         if (kind === 'cluster') {
           const entry = clusters.get(name);
           const state = evolveCluster(entry?.state ?? initialCluster(name), event as ClusterEvent);
-          clusters.set(name, { state, createdAt: entry?.createdAt ?? event.recordedAt, updatedAt: event.recordedAt });
+          // Registered again after a removal: a new registration, a new creation time.
+          const createdAt = entry === undefined || entry.state.connection === null ? event.recordedAt : entry.createdAt;
+          clusters.set(name, { state, createdAt, updatedAt: event.recordedAt });
           continue;
         }
         if (kind === 'acl') {

@@ -76,16 +76,16 @@ function columns(rows: readonly NewMirrorPartitionRow[]) {
   return sql`unnest(
       ${column('topic')}::text[], ${column('partition')}::int4[], ${column('state')}::text[], ${column('previous_state')}::text[],
       ${column('retry_attempt')}::int4[], ${column('retryable')}::bool[], ${column('error_code')}::text[], ${column('error_message')}::text[],
-      ${column('stop_mode')}::text[], ${column('last_mirrored_offset')}::int8[], ${column('last_mirrored_epoch')}::int4[],
-      ${column('last_mirrored_checksum')}::text[], ${column('updated_at')}::timestamptz[]
+      ${column('stop_mode')}::text[], ${column('final_position')}::bool[], ${column('last_mirrored_offset')}::int8[],
+      ${column('last_mirrored_epoch')}::int4[], ${column('last_mirrored_checksum')}::text[], ${column('updated_at')}::timestamptz[]
     ) as u(topic, partition, state, previous_state, retry_attempt, retryable, error_code, error_message, stop_mode,
-           last_mirrored_offset, last_mirrored_epoch, last_mirrored_checksum, updated_at)`;
+           final_position, last_mirrored_offset, last_mirrored_epoch, last_mirrored_checksum, updated_at)`;
 }
 
 async function insertPartitionRows(trx: Trx, mirror: string, rows: readonly NewMirrorPartitionRow[]): Promise<void> {
   await sql`
     insert into mirror_partitions (mirror, topic, partition, state, previous_state, retry_attempt, retryable, error_code, error_message,
-                                   stop_mode, last_mirrored_offset, last_mirrored_epoch, last_mirrored_checksum, updated_at)
+                                   stop_mode, final_position, last_mirrored_offset, last_mirrored_epoch, last_mirrored_checksum, updated_at)
     select ${mirror}, u.* from ${columns(rows)}`.execute(trx);
 }
 
@@ -93,7 +93,7 @@ async function updatePartitionRows(trx: Trx, mirror: string, rows: readonly NewM
   const result = await sql`
     update mirror_partitions p set
       state = u.state, previous_state = u.previous_state, retry_attempt = u.retry_attempt, retryable = u.retryable,
-      error_code = u.error_code, error_message = u.error_message, stop_mode = u.stop_mode,
+      error_code = u.error_code, error_message = u.error_message, stop_mode = u.stop_mode, final_position = u.final_position,
       last_mirrored_offset = u.last_mirrored_offset, last_mirrored_epoch = u.last_mirrored_epoch,
       last_mirrored_checksum = u.last_mirrored_checksum, updated_at = u.updated_at
     from ${columns(rows)}

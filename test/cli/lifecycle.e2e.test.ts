@@ -173,7 +173,7 @@ const eventCount = async (streamId: string): Promise<number> => (await readStrea
 const escape = (s: string): string => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 
 describe('kmirror lifecycle', () => {
-  it('cluster add | list | describe: registers both clusters and never prints the password', async () => {
+  it('cluster add | list | describe | remove: registers both clusters and never prints the password', async () => {
     const east = await kmirror('cluster', 'add', 'east', '--bootstrap', stackEnv().SOURCE_BOOTSTRAP!, '--actor', 'alice');
     expect.soft(east.code, ended(east)).toBe(0);
     expect(east.stdout).toMatch(/^cluster east\n/);
@@ -212,6 +212,16 @@ describe('kmirror lifecycle', () => {
     // The registration is an event of the cluster's stream, by the actor who asked.
     const [registered] = await readStream(t.db, clusterStreamId('east'));
     expect(registered).toMatchObject({ type: 'ClusterRegistered', metadata: { actor: 'alice' } });
+
+    // A cluster no mirror uses is removed, with its credentials; the stream keeps who and why.
+    const spare = await kmirror('cluster', 'add', 'spare', '--bootstrap', '127.0.0.1:1', '--no-check');
+    expect.soft(spare.code, ended(spare)).toBe(0);
+    expect(await kmirrorJson('cluster', 'remove', 'spare', '--reason', 'registered by mistake')).toEqual({ cluster: 'spare', removed: true });
+    expect((await kmirrorJson<{ name: string }[]>('cluster', 'list')).map((c) => c.name)).toEqual(['dst', 'east', 'src', 'west']);
+    expect((await readStream(t.db, clusterStreamId('spare'))).map((e) => [e.type, e.metadata.reason ?? null])).toEqual([
+      ['ClusterRegistered', null],
+      ['ClusterRemoved', 'registered by mistake'],
+    ]);
     for (const r of runs) expect(`${r.stdout}${r.stderr}`).not.toContain(password);
   });
 
@@ -465,13 +475,15 @@ describe('kmirror lifecycle', () => {
       { args: ['describe', 'nope'], code: 'UNKNOWN_CLUSTER_MIRROR', exit: 1, message: /^mirror nope does not exist$/ },
       { args: ['history', 'nope'], code: 'UNKNOWN_CLUSTER_MIRROR', exit: 1, message: /^mirror nope has no history/ },
       { args: ['create', mirror2, '--source', 'nowhere', '--destination', 'west'], code: 'UNKNOWN_CLUSTER', exit: 1, message: /cluster nowhere is not registered/, streams: [mirrorStreamId(mirror2)] },
-      { args: ['create', badName, '--source', 'east', '--destination', 'west'], code: 'INVALID_CLUSTER_MIRROR_NAME', exit: 1, message: /^mirror name ".*" may contain only/, streams: [mirrorStreamId(badName)] },
+      { args: ['create', badName, '--source', 'east', '--destination', 'west'], code: 'INVALID_CLUSTER_MIRROR_NAME', exit: 2, message: /^mirror name ".*" may contain only/, streams: [mirrorStreamId(badName)] },
       { args: ['create', mirror, '--source', 'east', '--destination', 'west'], code: 'CLUSTER_MIRROR_ALREADY_EXISTS', exit: 1, message: new RegExp(escape(mirror)) },
-      { args: ['start', mirror, '--include', '('], code: 'INVALID_TOPIC_PATTERN', exit: 1, message: /^topic pattern "\(" is not a valid regular expression/ },
+      { args: ['start', mirror, '--include', '('], code: 'INVALID_TOPIC_PATTERN', exit: 2, message: /^topic pattern "\(" is not a valid regular expression/ },
       { args: ['resume', mirror, '--topic', topic], code: 'MIRROR_TOPIC_NOT_PAUSED', exit: 1, message: new RegExp(`^cannot resume in mirror ${escape(mirror)}: partition ${escape(topic)}-0 is MIRRORING`) },
       { args: ['pause', mirror, '--topic', 'absent'], code: 'TOPIC_NOT_IN_CLUSTER_MIRROR', exit: 1, message: /absent/ },
       { args: ['cluster', 'add', 'far', '--bootstrap', `127.0.0.1:${port}`], code: 'CLUSTER_UNREACHABLE', exit: 1, message: new RegExp(`^cluster far \\(127\\.0\\.0\\.1:${port}\\) does not answer`), streams: [clusterStreamId('far')] },
       { args: ['start', mirror, '--topic', `absent-${randomName('t')}`], code: 'UNKNOWN_TOPIC', exit: 1, message: /^the source cluster has no topic absent-/ },
+      { args: ['cluster', 'remove', 'east'], code: 'CLUSTER_IN_USE', exit: 1, message: new RegExp(`^cluster east is used by mirror .*${escape(mirror)}.*: delete (it|them) first`) },
+      { args: ['cluster', 'remove', 'nope'], code: 'UNKNOWN_CLUSTER', exit: 1, message: /^cluster nope is not registered$/, streams: [clusterStreamId('nope')] },
       // Usage errors, whether commander or the command notices them: exit 2.
       { args: ['pause', mirror], code: 'INVALID_ARGUMENT', exit: 2, message: /^pause needs --topic NAME or --all-topics \(one of them\)$/ },
       { args: ['start', mirror], code: 'INVALID_ARGUMENT', exit: 2, message: /^start needs --topic NAME or --include REGEX/ },
@@ -480,6 +492,7 @@ describe('kmirror lifecycle', () => {
       { args: ['history', mirror, '--limit', '0'], code: 'INVALID_ARGUMENT', exit: 2, message: /must be a positive integer/ },
       { args: ['describe', mirror, '--nosuch'], code: 'INVALID_ARGUMENT', exit: 2, message: /unknown option '--nosuch'/ },
     ];
+    const eastEvents = await eventCount(clusterStreamId('east'));
     const results = await limited(cases.flatMap((c) => [c.args, [...c.args, '--json']]), 4, (args) => kmirror(...args));
     // Soft: one run reports every case that is wrong, not just the first.
     cases.forEach((c, i) => {
@@ -501,6 +514,7 @@ describe('kmirror lifecycle', () => {
       expect.soft(body, ended(json)).toEqual({ error: { code: c.code, message: expect.stringMatching(c.message) } });
     });
     expect(await eventCount(stream)).toBe(before);
+    expect(await eventCount(clusterStreamId('east'))).toBe(eastEvents);
     for (const s of cases.flatMap((c) => c.streams ?? [])) expect(await eventCount(s), s).toBe(0);
   });
 

@@ -2,7 +2,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { randomBytes } from 'node:crypto';
 import { sql } from 'kysely';
-import { changeClusterConnection, describeCluster, listClusters, readClusterConnection, registerCluster } from '../../db/cluster-store.ts';
+import { changeClusterConnection, describeCluster, listClusters, readClusterConnection, registerCluster, removeCluster } from '../../db/cluster-store.ts';
+import { rebuildProjections } from '../../db/projections/rebuild-projections.ts';
 import { executeMirrorCommand } from '../../db/mirror-store.ts';
 import { describeMirror } from '../../db/projections/describe-mirror.ts';
 import { parseSecretKey } from '../../config.ts';
@@ -106,5 +107,32 @@ describe('credentials at rest', () => {
       /another cluster/,
     );
     expect(await readClusterConnection(t.db, key, 'west')).toEqual(sasl('mirror-writer', newPassword));
+  });
+});
+
+describe('cluster remove', () => {
+  it('is refused while a mirror uses the cluster, appending nothing; removes the row and the sealed credentials; the cluster may be registered again; a rebuild agrees', async () => {
+    const events = async () => Number((await t.db.selectFrom('events').select((eb) => eb.fn.countAll().as('n')).executeTakeFirstOrThrow()).n);
+    const before = await events();
+    await expect(removeCluster(t.db, 'east', who)).rejects.toMatchObject({ code: 'CLUSTER_IN_USE', message: expect.stringContaining('mirror dr') });
+    await expect(removeCluster(t.db, 'nowhere', who)).rejects.toMatchObject({ code: 'UNKNOWN_CLUSTER' });
+    expect(await events()).toBe(before);
+
+    await registerCluster(t.db, key, { cluster: 'spare', connection: sasl('spare-user', newPassword) }, who);
+    await removeCluster(t.db, 'spare', { actor: 'security-test', reason: 'decommissioned' });
+    await expect(describeCluster(t.db, 'spare')).rejects.toMatchObject({ code: 'UNKNOWN_CLUSTER' });
+    await expect(readClusterConnection(t.db, key, 'spare')).rejects.toMatchObject({ code: 'UNKNOWN_CLUSTER' });
+    expect(await t.db.selectFrom('cluster_connections').select('cluster').where('cluster', '=', 'spare').execute()).toEqual([]);
+    expect((await listClusters(t.db)).map((c) => c.name)).not.toContain('spare');
+    // A mirror cannot be created with it any more.
+    await expect(executeMirrorCommand(t.db, { type: 'CreateMirror', mirror: 'dr-spare', sourceCluster: 'east', destinationCluster: 'spare' }, who)).rejects.toMatchObject({ code: 'UNKNOWN_CLUSTER' });
+
+    await registerCluster(t.db, key, { cluster: 'spare', connection: sasl('spare-user-2', oldPassword) }, who);
+    const again = await describeCluster(t.db, 'spare');
+    expect(again.connection).toMatchObject({ saslUsername: 'spare-user-2' });
+    const rows = async () => t.db.selectFrom('clusters').selectAll().orderBy('name').execute();
+    const live = await rows();
+    await rebuildProjections(t.db);
+    expect(await rows()).toEqual(live);
   });
 });

@@ -32,6 +32,21 @@ describe('cluster decide/evolve', () => {
     );
   });
 
+  it('removes a registered cluster no mirror uses; refuses an unknown one and one in use; may register it again', () => {
+    const registered = evolveCluster(initialCluster('east'), { type: 'ClusterRegistered', data: { cluster: 'east', connection: plain } });
+    expect(() => decideCluster({ type: 'RemoveCluster', cluster: 'east' }, initialCluster('east'))).toThrowError(expect.objectContaining({ code: 'UNKNOWN_CLUSTER' }));
+    expect(() => decideCluster({ type: 'RemoveCluster', cluster: 'east' }, registered, ['dr', 'dr2'])).toThrowError(
+      expect.objectContaining({ code: 'CLUSTER_IN_USE', message: 'cluster east is used by mirror dr, dr2: delete them first (kmirror delete)' }),
+    );
+    const removal = decideCluster({ type: 'RemoveCluster', cluster: 'east' }, registered);
+    expect(removal).toEqual([{ type: 'ClusterRemoved', data: { cluster: 'east' } }]);
+    const removed = evolveCluster(registered, removal[0]!);
+    expect(removed).toEqual(initialCluster('east'));
+    expect(() => decideCluster({ type: 'RemoveCluster', cluster: 'east' }, removed)).toThrowError(expect.objectContaining({ code: 'UNKNOWN_CLUSTER' }));
+    expect(decideCluster({ type: 'RegisterCluster', cluster: 'east', connection: sasl }, removed)).toEqual([{ type: 'ClusterRegistered', data: { cluster: 'east', connection: sasl } }]);
+    expect(() => evolveCluster(removed, removal[0]!)).toThrowError(expect.objectContaining({ code: 'EVENT_HISTORY_INVALID' }));
+  });
+
   it('refuses a history that registers twice', () => {
     const event = { type: 'ClusterRegistered', data: { cluster: 'east', connection: plain } } as const;
     expect(() => evolveCluster(evolveCluster(initialCluster('east'), event), event)).toThrowError(expect.objectContaining({ code: 'EVENT_HISTORY_INVALID' }));

@@ -125,13 +125,23 @@ describe('a destination broker down during failover', () => {
     await brokerDown(topic);
     const first = await failoverHeldByIsr(mirror);
     await first.terminate('drill: the operation failed mid-way');
-    const states = await t.db.selectFrom('mirror_partitions').select('state').where('mirror', '=', mirror).execute();
-    expect(states.map((r) => r.state)).toEqual(['STOPPING', 'STOPPING']);
+    const positions = () => t.db.selectFrom('mirror_partitions').select(['state', 'last_mirrored_offset']).where('mirror', '=', mirror).orderBy('partition').execute();
+    const stopped = await positions();
+    expect(stopped.map((r) => r.state)).toEqual(['STOPPING', 'STOPPING']);
+    // The stop recorded where each partition ended, then made the topic writable: an application
+    // writes to it before the failover is run again.
+    expect(stopped.map((r) => r.last_mirrored_offset)).toEqual(await ends('dest', topic, 2));
+    const app = t.destKafka.producer();
+    await app.connect();
+    await sendAll(app, topic, messages(40, 2, { from: 10_000 }));
+    await app.disconnect();
     await startCluster('dest', 3, () => undefined);
     // The same request again: a new run, which finds the stop made and goes on from there.
     const result = await run('failover', { mirror, allTopics: true, actor: 'drill' });
     expect(result).toMatchObject({ mode: 'failover', states: { STOPPED: 2 } });
     const events = await t.db.selectFrom('events').select('type').where('stream_id', '=', `mirror:${mirror}`).where('type', '=', 'PartitionStopRequested').execute();
     expect(events).toHaveLength(2);
+    // The positions are the stop's, not the application's writes after it.
+    expect((await positions()).map((r) => [r.state, r.last_mirrored_offset])).toEqual(stopped.map((r) => ['STOPPED', r.last_mirrored_offset]));
   });
 });

@@ -315,6 +315,16 @@ describe('offsets and records', () => {
     expect(await session.listOffsets(topic, [0], 'earliest')).toEqual(new Map([[0, 7n]]));
     expect(await session.listOffsets(topic, [0], 'latest', IsolationLevel.READ_COMMITTED)).toEqual(new Map([[0, 10n]]));
   });
+
+  it("reads a partition's log end at its leader beside its high watermark (ListOffsets v4 + OffsetForLeaderEpoch v3)", async () => {
+    const topic = await createTopic(destAdmin, { partitions: 2 });
+    const producer = dest.producer({ idempotent: true, maxInFlightRequests: 1 });
+    await producer.connect();
+    await producer.send({ topic, messages: Array.from({ length: 6 }, (_, i) => ({ partition: 0, value: String(i) })) });
+    await producer.disconnect();
+    // One broker: everything appended is acknowledged at once (the slow-follower drill holds them apart).
+    expect(await raw(dest).logEnds(topic, [0, 1])).toEqual(new Map([[0, { highWatermark: 6n, logEnd: 6n }], [1, { highWatermark: 0n, logEnd: 0n }]]));
+  });
 });
 
 describe('ACLs on the secured destination', () => {

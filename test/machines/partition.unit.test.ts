@@ -218,6 +218,26 @@ describe('partition chart: context', () => {
     expect(stepPartition(status('STOPPED', { stopMode: 'failover' }, recorded), events.START)).toEqual(status('LOG_TRUNCATION', {}, recorded));
   });
 
+  it("a stop's final position is the last one until a restart: a stop run again after the topic was made writable records nothing more", () => {
+    const stopping = stepPartition(status('MIRRORING', {}, recorded), events['STOP failover'])!;
+    const final = stepPartition(stopping, { type: 'RECORD_POSITION', position: position(120n), final: true })!;
+    expect(final).toEqual(status('STOPPING', { stopMode: 'failover', finalPosition: true }, position(120n)));
+    // Writes the destination took after it, recorded by a run of the same stop, or a late copy's position.
+    expect(stepPartition(final, { type: 'RECORD_POSITION', position: position(130n), final: true })).toBeUndefined();
+    expect(stepPartition(final, events['RECORD_POSITION forward'])).toBeUndefined();
+    // Kept through a failure while stopping and its retry, and through a stop asked for again from FAILED.
+    const failed = stepPartition(final, fail)!;
+    expect(stepPartition(failed, events['RETRY operator'])?.context.finalPosition).toBe(true);
+    expect(stepPartition(failed, events['STOP promote'])?.context.finalPosition).toBe(true);
+    // Gone with a restart, and never set outside a stop.
+    const restarted = stepPartition(stepPartition(final, events.STOPPED)!, events.START)!;
+    expect(restarted.context.finalPosition).toBe(false);
+    expect(stepPartition(status('MIRRORING'), { type: 'RECORD_POSITION', position: position(5n), final: true })?.context.finalPosition).toBe(false);
+    // A partition that failed while mirroring starts a stop without a final position.
+    const failedMirroring = stepPartition(stepPartition(status('MIRRORING'), { type: 'RECORD_POSITION', position: position(5n), final: true })!, fail)!;
+    expect(stepPartition(failedMirroring, events['STOP failover'])?.context.finalPosition).toBe(false);
+  });
+
   it('records positions monotonically and never a negative offset', () => {
     const mirroring = status('MIRRORING');
     expect(stepPartition(mirroring, { type: 'RECORD_POSITION', position: position(-1n) })).toBeUndefined();
@@ -245,7 +265,7 @@ describe('partition chart: random event sequences (property)', () => {
     fc.record({ code: fc.constantFrom('CLUSTER_UNREACHABLE', 'OFFSET_DIVERGENCE'), message: fc.string() }).chain((error) =>
       fc.boolean().map((retryable): PartitionEvent => ({ type: 'FAIL', error, retryable })),
     ),
-    fc.bigInt({ min: -5n, max: 1n << 62n }).map((offset): PartitionEvent => ({ type: 'RECORD_POSITION', position: position(offset) })),
+    fc.tuple(fc.bigInt({ min: -5n, max: 1n << 62n }), fc.boolean()).map(([offset, final]): PartitionEvent => ({ type: 'RECORD_POSITION', position: position(offset), final })),
   );
 
   function fold(sequence: readonly PartitionEvent[]): PartitionStatus[] {
