@@ -1006,7 +1006,6 @@ class Copier {
     this.req.source.recycle(this.req.source.pooledBuffers(fetched.partitions));
   }
 
-  /** Drop every prefetch (a resync moves positions; the copier stops): their bytes go back. */
   /**
    * Wait until no copying partition of `states` holds records its destination leader appended but
    * has not acknowledged (log end above the high watermark; contract 4). True when there were some.
@@ -1044,6 +1043,7 @@ class Copier {
     }
   }
 
+  /** Drop every prefetch (a resync moves positions; the copier stops): their bytes go back. */
   private async dropPrefetches(): Promise<void> {
     const all = [...this.prefetches.values()];
     this.prefetches.clear();
