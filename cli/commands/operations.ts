@@ -41,7 +41,7 @@ async function operate<O extends Operation>(ctx: CliContext, operation: O, input
   if (differing.length > 0) ctx.note(`joined workflow ${handle.workflowId}, already running the same request with other settings (${differing.join(', ')}): its settings apply; wait for it, or cancel it in the Temporal UI and run this again`);
   if (!options.wait) {
     if (ctx.json) ctx.printJson({ workflowId: handle.workflowId, runId: handle.firstExecutionRunId, url, ...joined });
-    else ctx.print(`started ${operation} as workflow ${handle.workflowId}\n  ${url}`);
+    else ctx.print(`started ${operation} as workflow ${handle.workflowId}, not waited for (it may still refuse the request)\n  ${url}`);
     return undefined;
   }
   const tty = process.stderr.isTTY === true;
@@ -120,7 +120,7 @@ export function operationCommands(ctx: CliContext): Command[] {
         .choices([...RECORDS_LOST_POLICIES])
         .default('continue'),
     )
-    .option('--no-wait', 'print the workflow id and return at once')
+    .option('--no-wait', 'print the workflow id and return at once (before the workflow has checked the request: follow it with the printed link)')
     .addHelpText('after', '\nExamples:\n  kmirror create dr-east --source east --destination west --reason "DR for the east region"\n  kmirror create ledger --source east --destination west --on-records-lost fail')
     .action(async (mirror: string, options: WaitOptions & { source: string; destination: string; groupInclude?: string[]; groupExclude?: string[]; onRecordsLost: RecordsLostPolicy }) => {
       const groups =
@@ -140,7 +140,7 @@ export function operationCommands(ctx: CliContext): Command[] {
     .option('--topic <name>', 'a source topic (repeatable)', collect)
     .option('--include <regex>', 'source topics whose whole name matches (repeatable; added to the mirror\'s patterns, which auto-discovery follows for new topics)', collect)
     .option('--exclude <regex>', 'leave out topics the include patterns match (repeatable)', collect)
-    .option('--no-wait', 'print the workflow id and return at once')
+    .option('--no-wait', 'print the workflow id and return at once (before the workflow has checked the request: follow it with the printed link)')
     .addHelpText('after', '\nExamples:\n  kmirror start dr-east --topic orders --topic payments\n  kmirror start dr-east --include \'orders\\..*\' --exclude \'.*\\.tmp\'')
     .action(async (mirror: string, options: WaitOptions & { topic?: string[]; include?: string[]; exclude?: string[] }) => {
       if (options.topic === undefined && options.include === undefined) throw new KmirrorError('INVALID_ARGUMENT', 'start needs --topic NAME or --include REGEX; see `kmirror start --help`');
@@ -170,7 +170,7 @@ export function operationCommands(ctx: CliContext): Command[] {
       .argument('<mirror>', 'mirror name')
       .option('--topic <name>', 'a topic of the mirror (repeatable)', collect)
       .option('--all-topics', 'every topic of the mirror')
-      .option('--no-wait', 'print the workflow id and return at once')
+      .option('--no-wait', 'print the workflow id and return at once (before the workflow has checked the request: follow it with the printed link)')
       .addHelpText('after', `\nExamples:\n  kmirror ${name} dr-east --topic orders --reason "broker maintenance"\n  kmirror ${name} dr-east --all-topics`)
       .action(async (mirror: string, options: WaitOptions & { topic?: string[]; allTopics?: boolean }) => {
         if ((options.allTopics === true) === (options.topic !== undefined)) throw new KmirrorError('INVALID_ARGUMENT', `${name} needs --topic NAME or --all-topics (one of them)`);
@@ -187,7 +187,7 @@ export function operationCommands(ctx: CliContext): Command[] {
       .option('--include <regex>', "the mirror's topics whose whole name matches (repeatable)", collect)
       .option('--all-topics', 'every topic of the mirror')
       .option('--dry-run', 'show per partition what would happen and the records a stop now would leave behind; change nothing')
-      .option('--no-wait', 'print the workflow id and return at once');
+      .option('--no-wait', 'print the workflow id and return at once (before the workflow has checked the request: follow it with the printed link)');
     if (name === 'promote') command.option('--timeout <duration>', 'how long to wait for the lag to reach 0 (e.g. 90s, 5m; default 5m)', parseDuration);
     return command.addHelpText('after', `\nExamples:\n${example}`).action(async (mirror: string, options: WaitOptions & { topic?: string[]; include?: string[]; allTopics?: boolean; dryRun?: boolean; timeout?: number }) => {
       const ways = [options.allTopics === true, options.topic !== undefined, options.include !== undefined].filter(Boolean).length;
@@ -213,7 +213,7 @@ export function operationCommands(ctx: CliContext): Command[] {
     .option('--topic <name>', 'only this topic (repeatable; default: every topic)', collect)
     .option('--override-isr-wait', 'let waiting operations go on with missing replicas (needs --reason)')
     .option('--accept-records-lost', "accept that records the source's retention removed are lost to the mirror: the next loss in each partition of the topics is skipped and recorded (needs --reason)")
-    .option('--no-wait', 'print the workflow id and return at once')
+    .option('--no-wait', 'print the workflow id and return at once (before the workflow has checked the request: follow it with the printed link)')
     .addHelpText('after', '\nExamples:\n  kmirror retry dr-east\n  kmirror retry dr-east --topic orders --override-isr-wait --reason "broker 3 replaced next week"\n  kmirror retry ledger --topic payments --accept-records-lost --reason "owners agreed: replayed from the archive"')
     .action(async (mirror: string, options: WaitOptions & { topic?: string[]; overrideIsrWait?: boolean; acceptRecordsLost?: boolean }) => {
       if (options.overrideIsrWait === true && ctx.reason === undefined) throw new KmirrorError('INVALID_ARGUMENT', '--override-isr-wait needs --reason TEXT (it is recorded in the event log)');
@@ -241,7 +241,7 @@ export function operationCommands(ctx: CliContext): Command[] {
     .option('--dry-run', 'show per partition what would happen and each divergent range; change nothing')
     .option('--archive-divergent', 'copy divergent tails to <topic>.kmirror-divergent-<time> on the old primary (the default)')
     .option('--discard-divergent', 'drop divergent tails without a copy')
-    .option('--no-wait', 'print the workflow id and return at once')
+    .option('--no-wait', 'print the workflow id and return at once (before the workflow has checked the request: follow it with the printed link)')
     .addHelpText('after', '\nExamples:\n  kmirror failback dr-east --dry-run\n  kmirror failback dr-east --reason "east is back"\n  kmirror promote dr-east-reverse --all-topics    # then: the old primary is the primary again')
     .action(async (mirror: string, options: WaitOptions & { topic?: string[]; dryRun?: boolean; archiveDivergent?: boolean; discardDivergent?: boolean }) => {
       if (options.archiveDivergent === true && options.discardDivergent === true) throw new KmirrorError('INVALID_ARGUMENT', '--archive-divergent and --discard-divergent exclude each other');
@@ -278,7 +278,7 @@ export function operationCommands(ctx: CliContext): Command[] {
   const remove = new Command('delete')
     .description('delete a mirror whose every partition is STOPPED, and stop its runner (topics stay on both clusters; the history stays in the event log)')
     .argument('<mirror>', 'mirror name')
-    .option('--no-wait', 'print the workflow id and return at once')
+    .option('--no-wait', 'print the workflow id and return at once (before the workflow has checked the request: follow it with the printed link)')
     .addHelpText('after', '\nExample:\n  kmirror delete dr-east --reason "migration finished"')
     .action(async (mirror: string, options: WaitOptions) => {
       const result = await operate(ctx, 'deleteMirror', { mirror, ...ctx.requester }, options, `delete ${mirror}`);
