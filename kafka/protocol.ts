@@ -935,8 +935,13 @@ export class RawCluster {
         return { partition, code, offset: r.int64(), leaderEpoch: r.int32() };
       });
       for (const h of heads) answer(h.partition, h.code, 'list offsets');
-      const ask = new Writer().int32(-1).int32(1).string(topic).int32(heads.length);
-      for (const h of heads) ask.int32(h.partition).int32(h.leaderEpoch).int32(h.leaderEpoch);
+      // A leader that answers no epoch (none known: older message formats) has no end to ask for
+      // beyond its high watermark.
+      const epochs = heads.filter((h) => h.leaderEpoch >= 0);
+      for (const h of heads) if (h.leaderEpoch < 0) out.set(h.partition, { highWatermark: h.offset, logEnd: h.offset });
+      if (epochs.length === 0) return;
+      const ask = new Writer().int32(-1).int32(1).string(topic).int32(epochs.length);
+      for (const h of epochs) ask.int32(h.partition).int32(h.leaderEpoch).int32(h.leaderEpoch);
       const ends = await sendFlat(broker, API_OFFSET_FOR_LEADER_EPOCH, 3, 'OffsetForLeaderEpoch', ask, (r) => {
         const code = r.int16();
         const partition = r.int32();
