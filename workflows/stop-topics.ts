@@ -2,7 +2,7 @@
 // copies and wait until they have stopped → record each partition's last mirrored offset, source
 // leader epoch and boundary checksum → lift the DENY WRITE ACL → ISR wait → STOPPED (writable).
 // Every step can be run again: a failover started again after a failure skips what is done
-// (STOPPING partitions are not stopped twice, positions already recorded are not recorded again).
+// (STOPPING partitions are not stopped twice; each keeps the final position its stop recorded first).
 // Promote first waits, with the source reachable, until the destination has everything the source
 // has and no transaction is open there; after the stop it copies what arrived meanwhile, so a planned switchover loses nothing.
 import { ApplicationFailure, log, patched, setHandler, sleep } from '@temporalio/workflow';
