@@ -38,7 +38,12 @@ function storeCluster(db: Db, secretKey: Buffer, type: 'RegisterCluster' | 'Chan
     db,
     {
       streamId: clusterStreamId(input.cluster),
-      load: (trx) => loadCluster(trx, input.cluster),
+      async load(trx) {
+        // Every cluster command locks the cluster's row before it appends (removeCluster,
+        // CreateMirror's shared lock): one lock order, no deadlock between them.
+        await trx.selectFrom('clusters').select('name').where('name', '=', input.cluster).forUpdate().execute();
+        return loadCluster(trx, input.cluster);
+      },
       decide: (loaded) => decideCluster({ type, cluster: input.cluster, connection: describeConnection(input.connection) }, loaded.state),
       async project(trx, loaded, appended) {
         const state = appended.events.reduce(evolveCluster, loaded.state);

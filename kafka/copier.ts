@@ -143,7 +143,8 @@ export const defaultCopyOptions: CopyOptions = Object.freeze({
   fetchGatherBytesPerPartition: 1024,
   fetchGatherWaitMs: 20,
   outOfOrderPatienceMs: 60_000,
-  unacknowledgedPatienceMs: 60_000,
+  // Below unreachableAfterMs, so a wait that gives up is retried in place once.
+  unacknowledgedPatienceMs: 45_000,
 });
 
 /** Header key of the last alignment filler (contract 2); its value is the offset aligned to. */

@@ -382,26 +382,32 @@ export async function isrStatus(destination: RawCluster, destAdmin: Admin, topic
   return { waiting, missingBrokers: [...missing].sort((a, b) => a - b), minInsyncReplicas };
 }
 
+/** How a topic deletes old records: by age (ms; null: no time limit) and/or by size. */
+export interface Retention {
+  readonly ms: bigint | null;
+  readonly bySize: boolean;
+}
+
 /**
- * The topics that delete old records by retention: cleanup.policy includes delete and a time or
- * size limit is set (retention.ms or retention.bytes other than -1). Such a topic may start later
- * on the destination than on the source, as each cluster's retention removes whole segments and
- * their bounds differ (kafka/verify.ts VerifyOptions).
+ * The topics that delete old records by retention (cleanup.policy includes delete and retention.ms
+ * or retention.bytes is not -1), with their limits. Such a topic may start later on the destination
+ * than on the source, as each cluster's retention removes whole segments and their bounds differ
+ * (kafka/verify.ts VerifyOptions).
  */
-export async function deletesByRetention(admin: Admin, topics: readonly string[]): Promise<Set<string>> {
-  if (topics.length === 0) return new Set();
+export async function deletesByRetention(admin: Admin, topics: readonly string[]): Promise<Map<string, Retention>> {
+  if (topics.length === 0) return new Map();
   const names = ['cleanup.policy', 'retention.ms', 'retention.bytes'];
   try {
     const { resources } = await admin.describeConfigs({ resources: topics.map((name) => ({ type: ConfigResourceTypes.TOPIC, name, configNames: names })), includeSynonyms: false });
-    return new Set(
-      resources
-        .filter((r) => {
-          const value = (name: string) => r.configEntries.find((e) => e.configName === name)?.configValue;
-          const deletes = (value('cleanup.policy') ?? 'delete').split(',').map((p) => p.trim()).includes('delete');
-          return deletes && (value('retention.ms') !== '-1' || value('retention.bytes') !== '-1');
-        })
-        .map((r) => r.resourceName),
-    );
+    const out = new Map<string, Retention>();
+    for (const r of resources) {
+      const value = (name: string) => r.configEntries.find((e) => e.configName === name)?.configValue;
+      const deletes = (value('cleanup.policy') ?? 'delete').split(',').map((p) => p.trim()).includes('delete');
+      const ms = value('retention.ms') === undefined || value('retention.ms') === '-1' ? null : BigInt(value('retention.ms')!);
+      const bySize = value('retention.bytes') !== undefined && value('retention.bytes') !== '-1';
+      if (deletes && (ms !== null || bySize)) out.set(r.resourceName, { ms, bySize });
+    }
+    return out;
   } catch (err) {
     throw kafkaFailure(err, 'describe destination topic configs');
   }

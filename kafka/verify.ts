@@ -6,6 +6,7 @@ import { KmirrorError, isKmirrorError } from '../domain/errors.ts';
 import { isGapFiller } from './gap-filler.ts';
 import { AbortedTransactions, IsolationLevel, KafkaAnswerError, type RawCluster } from './protocol.ts';
 import { crcValid, decodeRecords, type DecodedRecord } from './wire.ts';
+import type { Retention } from './mirror-topics.ts';
 
 export interface VerifyMismatch {
   readonly partition: number;
@@ -38,11 +39,12 @@ export interface PartitionVerification {
 }
 
 export interface VerifyOptions {
-  /** The destination topic deletes by retention (cleanup.policy delete with a time or size
-   *  limit: destinationDeletesByRetention), so it may start later than the source: its own
-   *  retention removes segments whose bounds differ from the source's. Compare from its start
-   *  then. Otherwise a later start is a mismatch (records the mirror never got). */
-  readonly destinationRetention?: boolean;
+  /** How the destination topic deletes by retention (mirror-topics.ts deletesByRetention): its own
+   *  retention removes segments whose bounds differ from the source's, so it may start later than
+   *  the source. A later start is compared from there when retention explains it — a size limit,
+   *  or the source's last record below it older than the time limit; otherwise (and without this)
+   *  it is a mismatch: records the mirror never got. */
+  readonly destinationRetention?: Retention;
 }
 
 /** Committed records of [from, to) in offset order, fetched in chunks (no consumer group). A log
@@ -129,6 +131,19 @@ function bufEq(a: Buffer | null, b: Buffer | null): boolean {
   return a === null || b === null ? a === b : a.equals(b);
 }
 
+/** Whether the destination's retention explains its log start above the source's: a size limit
+ *  can remove any prefix; a time limit only records older than it (a deleted segment's newest
+ *  record is older than now − retention.ms, so the last record below the start is too). */
+async function retentionExplains(source: RawCluster, topic: string, partition: number, sourceStart: bigint, destinationStart: bigint, retention: Retention | undefined): Promise<boolean> {
+  if (retention === undefined) return false;
+  if (retention.bySize) return true;
+  if (retention.ms === null) return false;
+  const window = destinationStart - sourceStart < 1_000n ? sourceStart : destinationStart - 1_000n;
+  let last: DecodedRecord | undefined;
+  for await (const r of readCommitted(source, topic, partition, window, destinationStart)) last = r;
+  return last !== undefined && last.timestamp < BigInt(Date.now()) - retention.ms;
+}
+
 /**
  * Compare one partition over [source log start, to). `to` defaults to the end of the longer of the
  * two logs (read_committed), so a missing and an extra record both show. The destination must not
@@ -145,7 +160,7 @@ export async function verifyPartition(source: RawCluster, destination: RawCluste
   const destinationStart = dstStart.get(partition)!;
   // Without `to`, both whole logs: a destination longer than its source shows as extra records.
   const end = to ?? (srcEnd.get(partition)! > dstEnd.get(partition)! ? srcEnd.get(partition)! : dstEnd.get(partition)!);
-  const removed = options.destinationRetention === true && destinationStart > sourceStart;
+  const removed = destinationStart > sourceStart && (await retentionExplains(source, topic, partition, sourceStart, destinationStart, options.destinationRetention));
   const from = removed ? (destinationStart < end ? destinationStart : end) : sourceStart;
   const base = {
     partition,

@@ -122,8 +122,12 @@ export const partitionMachine = setup({
   },
   actions: {
     progress: assign(() => progressed),
-    // A partition that failed while stopping keeps what that stop recorded.
-    stop: assign(({ context, event }) => ({ ...progressed, stopMode: event.type === 'STOP' ? event.mode : null, finalPosition: context.previousState === 'STOPPING' && context.finalPosition })),
+    // A partition that failed while stopping, or once stopped, keeps what its stop recorded.
+    stop: assign(({ context, event }) => ({
+      ...progressed,
+      stopMode: event.type === 'STOP' ? event.mode : null,
+      finalPosition: (context.previousState === 'STOPPING' || context.previousState === 'STOPPED') && context.finalPosition,
+    })),
     restart: assign(() => ({ ...progressed, stopMode: null, finalPosition: false })),
     recordInStop: assign(({ event }) => ({ ...progressed, ...(event.type === 'RECORD_POSITION' && event.final ? { finalPosition: true } : {}) })),
     fail: assign(({ event }, params: { from: RecoverableState }) => {

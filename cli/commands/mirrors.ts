@@ -272,7 +272,7 @@ export function mirrorCommands(ctx: CliContext): Command[] {
       for (const t of topics) {
         for (let p = 0; p < t.partitionCount; p++) {
           const to = options.full === true ? undefined : (await destination.raw.listOffsets(t.topic, [p], 'latest')).get(p)!;
-          results.push({ topic: t.topic, ...(await verifyPartition(source.raw, destination.raw, t.topic, p, to, { destinationRetention: retaining.has(t.topic) })) });
+          results.push({ topic: t.topic, ...(await verifyPartition(source.raw, destination.raw, t.topic, p, to, { destinationRetention: retaining.get(t.topic) })) });
         }
       }
       const different = results.filter((r) => !r.equal);

@@ -1,7 +1,6 @@
 // The oracle the tests and the demo trust (kafka/verify.ts) catches every kind of difference: a
 // changed key, value, header or timestamp, a missing and an extra record, a destination starting
-// above the source (unless the destination's own retention removed the records: then compared from
-// its start), a source-aborted record's data in the destination's aborted transactions; and its read_committed view keeps a producer's committed transaction that
+// above the source (unless the destination's own retention explains it: then compared from its start), a source-aborted record's data in the destination's aborted transactions; and its read_committed view keeps a producer's committed transaction that
 // follows one of its aborted ones.
 import { beforeEach, describe, expect, it } from 'vitest';
 import type { Message } from 'kafkajs';
@@ -88,10 +87,12 @@ describe('verifyPartition', () => {
     expect(await verifyPartition(f.source, f.dest, topic, 0)).toMatchObject({ equal: false, firstMismatch: { field: 'log-start', source: '0', destination: '3' } });
   });
 
-  it("where the destination's own retention deletes, compares from its later start, says what it left out, and still catches a difference after it", async () => {
+  it("where the destination's own retention explains a later start, compares from it, says what it left out, and still catches a difference after it", async () => {
+    // The records are a minute old: a 30 s time limit explains their deletion, a day does not.
+    const minute = { ms: 30_000n, bySize: false };
     const same = await pair((m) => m);
     await f.dest.deleteRecords(same, new Map([[0, 3n]]));
-    expect(await verifyPartition(f.source, f.dest, same, 0, undefined, { destinationRetention: true })).toEqual({
+    expect(await verifyPartition(f.source, f.dest, same, 0, undefined, { destinationRetention: minute })).toEqual({
       partition: 0,
       equal: true,
       recordsCompared: 7,
@@ -99,9 +100,15 @@ describe('verifyPartition', () => {
       to: '10',
       removedByDestinationRetention: { from: '0', to: '3' },
     });
+    expect(await verifyPartition(f.source, f.dest, same, 0, undefined, { destinationRetention: { ms: 86_400_000n, bySize: false } })).toMatchObject({
+      equal: false,
+      firstMismatch: { field: 'log-start', source: '0', destination: '3' },
+    });
+    // A size limit may remove any prefix.
+    expect(await verifyPartition(f.source, f.dest, same, 0, undefined, { destinationRetention: { ms: null, bySize: true } })).toMatchObject({ equal: true, from: '3' });
     const changed = await pair(at(5, { value: 'changed' }));
     await f.dest.deleteRecords(changed, new Map([[0, 3n]]));
-    expect(await verifyPartition(f.source, f.dest, changed, 0, undefined, { destinationRetention: true })).toMatchObject({
+    expect(await verifyPartition(f.source, f.dest, changed, 0, undefined, { destinationRetention: minute })).toMatchObject({
       equal: false,
       recordsCompared: 2,
       firstMismatch: { field: 'value', offset: '5' },
@@ -111,7 +118,7 @@ describe('verifyPartition', () => {
 });
 
 describe('deletesByRetention', () => {
-  it('names the topics whose cleanup policy deletes with a time or size limit', async () => {
+  it('names the topics whose cleanup policy deletes with a time or size limit, with their limits', async () => {
     const topics = {
       byDefault: await f.topicPair(),
       compactOnly: await f.topicPair({ configs: { 'cleanup.policy': 'compact' } }),
@@ -120,7 +127,13 @@ describe('deletesByRetention', () => {
       compactAndDelete: await f.topicPair({ configs: { 'cleanup.policy': 'compact,delete' } }),
     };
     const retaining = await deletesByRetention(f.destAdmin, Object.values(topics));
-    expect(Object.fromEntries(Object.entries(topics).map(([k, t]) => [k, retaining.has(t)]))).toEqual({ byDefault: true, compactOnly: false, unlimited: false, sizeOnly: true, compactAndDelete: true });
+    expect(Object.fromEntries(Object.entries(topics).map(([k, t]) => [k, retaining.get(t) ?? null]))).toEqual({
+      byDefault: { ms: 604_800_000n, bySize: false },
+      compactOnly: null,
+      unlimited: null,
+      sizeOnly: { ms: null, bySize: true },
+      compactAndDelete: { ms: 604_800_000n, bySize: false },
+    });
   });
 });
 

@@ -229,6 +229,8 @@ describe('partition chart: context', () => {
     const failed = stepPartition(final, fail)!;
     expect(stepPartition(failed, events['RETRY operator'])?.context.finalPosition).toBe(true);
     expect(stepPartition(failed, events['STOP promote'])?.context.finalPosition).toBe(true);
+    const stoppedThenFailed = stepPartition(stepPartition(final, events.STOPPED)!, fail)!;
+    expect(stepPartition(stoppedThenFailed, events['STOP failover'])?.context.finalPosition).toBe(true);
     // Gone with a restart, and never set outside a stop.
     const restarted = stepPartition(stepPartition(final, events.STOPPED)!, events.START)!;
     expect(restarted.context.finalPosition).toBe(false);
