@@ -471,7 +471,11 @@ function refusal(commandType: MirrorCommand['type'], ref: PartitionRef, status: 
       }
       return { ...base, code: 'INVALID_CLUSTER_MIRROR_STATES', why: 'only a FAILED partition can be retried' };
     case 'RecordLastMirrored': {
-      // The chart refuses for one of two reasons; ask it again without the recorded position.
+      // The chart refuses for one of three reasons.
+      if (status.state === 'STOPPING' && status.context.finalPosition) {
+        return { ...base, code: 'INVALID_CLUSTER_MIRROR_STATES', why: `its stop recorded its final position (${status.lastMirrored?.offset}) already` };
+      }
+      // Ask it again without the recorded position.
       if (stepPartition({ ...status, lastMirrored: null }, event) !== undefined) {
         return { ...base, code: 'OFFSET_DIVERGENCE', why: `the offset is below the recorded ${status.lastMirrored?.offset}` };
       }

@@ -240,6 +240,15 @@ describe('RecordLastMirrored', () => {
 
   it('refuses a partition that is not copying', () =>
     given(created, ordersAdded).when(record(1n)).thenFails('INVALID_CLUSTER_MIRROR_STATES', /orders-0 is LOG_TRUNCATION/));
+
+  it("a stop's final position is recorded with final: true and is the last one", () => {
+    const stopping = [...mirroring, ...each('PartitionStopRequested', 'orders', 3, { mode: 'failover' })];
+    const final: MirrorCommand = { type: 'RecordLastMirrored', mirror: M, positions: [{ topic: 'orders', partition: 0, offset: 100n, leaderEpoch: 5, checksum: 'c', final: true }] };
+    const events = decide(final, fold(initialMirror(M), stopping));
+    expect(events).toEqual([{ type: 'PartitionPositionRecorded', data: { topic: 'orders', partition: 0, offset: '100', leaderEpoch: 5, checksum: 'c', final: true } }]);
+    given(...stopping, ...events).when(record(120n)).thenFails('INVALID_CLUSTER_MIRROR_STATES', /orders-0 is STOPPING \(its stop recorded its final position \(100\) already\)/);
+    given(...stopping, ...events).when({ ...final, skipRefused: true } as MirrorCommand).then([]);
+  });
 });
 
 describe('RecordRecordsLost', () => {
