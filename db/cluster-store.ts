@@ -39,9 +39,7 @@ function storeCluster(db: Db, secretKey: Buffer, type: 'RegisterCluster' | 'Chan
     {
       streamId: clusterStreamId(input.cluster),
       async load(trx) {
-        // Every cluster command locks the cluster's row before it appends (removeCluster,
-        // CreateMirror's shared lock): one lock order, no deadlock between them.
-        await trx.selectFrom('clusters').select('name').where('name', '=', input.cluster).forUpdate().execute();
+        await lockClusterRow(trx, input.cluster);
         return loadCluster(trx, input.cluster);
       },
       decide: (loaded) => decideCluster({ type, cluster: input.cluster, connection: describeConnection(input.connection) }, loaded.state),
@@ -63,10 +61,9 @@ export function removeCluster(db: Db, cluster: string, metadata: EventMetadata):
     {
       streamId: clusterStreamId(cluster),
       async load(trx) {
-        // The row locked first: a mirror being created with this cluster holds a shared lock on it
-        // (mirror-store), so either that creation commits first and is seen here, or it waits and
-        // then finds the cluster gone.
-        await trx.selectFrom('clusters').select('name').where('name', '=', cluster).forUpdate().execute();
+        // A mirror being created with this cluster holds a shared lock on its row (mirror-store):
+        // either that creation commits first and is seen here, or it waits and finds the cluster gone.
+        await lockClusterRow(trx, cluster);
         const using = await trx
           .selectFrom('mirrors')
           .select('name')
@@ -85,6 +82,12 @@ export function removeCluster(db: Db, cluster: string, metadata: EventMetadata):
     },
     metadata,
   );
+}
+
+/** Every cluster command locks the cluster's row before it appends to the event log (CreateMirror
+ *  takes a shared lock on it first too): one lock order, so they never deadlock each other. */
+async function lockClusterRow(trx: Trx, cluster: string): Promise<void> {
+  await trx.selectFrom('clusters').select('name').where('name', '=', cluster).forUpdate().execute();
 }
 
 async function upsertSealed(trx: Trx, cluster: string, sealed: ReturnType<typeof sealConnection>, at: Date): Promise<void> {
