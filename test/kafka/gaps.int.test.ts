@@ -183,6 +183,10 @@ describe('GapFiller', () => {
     const topic = await f.topicPair();
     const filler = new GapFiller(f.dest, { produceTimeoutMs: 5_000, transactionTimeoutMs: 60_000, batchRecords: 64, markerWaitMs: 5_000, assertLease: () => {}, maxOffsetsPerTransaction: 100 });
     await filler.abortOpen([{ topic, partition: 0 }]);
+    // A fill's produce is not retried (a retriable answer makes the copier resync, then fill what is
+    // left); called directly on a topic just created, first wait until its leader answers
+    // (listOffsets retries NOT_LEADER), as a fresh clone's run once failed here without it.
+    await f.dest.listOffsets(topic, [0], 'latest');
     expect(await filler.fill(topic, 0, 0n, 250n)).toEqual({ fillers: 247 }); // 3 transactions: 99 + 99 + 49 fillers, 3 markers
     expect(await f.dest.listOffsets(topic, [0], 'latest')).toEqual(new Map([[0, 250n]]));
     expect(await f.dest.listOffsets(topic, [0], 'latest', IsolationLevel.READ_COMMITTED)).toEqual(new Map([[0, 250n]]));
