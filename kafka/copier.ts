@@ -90,7 +90,7 @@ import { KmirrorError, isKmirrorError } from '../domain/errors.ts';
 import { kafkaFailure } from './errors.ts';
 import type { ByteBudget } from './budget.ts';
 import type { PartitionLease } from './lease.ts';
-import { AbortedTransactions, FetchSession, IsolationLevel, KafkaAnswerError, partitionKey, type FetchedPartition, type ProducedPartition, type RawCluster } from './protocol.ts';
+import { AbortedTransactions, FetchSession, IsolationLevel, KafkaAnswerError, partitionKey, type FetchedPartition, type PartitionsByTopic, type ProducedPartition, type RawCluster } from './protocol.ts';
 import { GapFiller } from './gap-filler.ts';
 import { invisibleChecksum, recordChecksum } from './verify.ts';
 import { crcValid, decodeRecords, encodeBatch, isContiguous, isMergeable, mergedBatch, nextSequence, restampBatch, type DecodedRecord, type InPlaceBatch, type RawBatch, type RecordToEncode } from './wire.ts';
@@ -438,8 +438,6 @@ const RESYNC_ERRORS = new Set([
   'FENCED_LEADER_EPOCH',
 ]);
 
-/** Topics read concurrently during a resync (each is a few ListOffsets requests). */
-const RESYNC_CONCURRENCY = 16;
 /** Partitions whose gaps are filled at once (each is a transaction of its own). */
 const GAP_CONCURRENCY = 32;
 /** Partitions aligned at once (each round holds one filler batch per partition in memory). */
@@ -688,29 +686,26 @@ class Copier {
     this.stats.resyncedPartitions += active.length;
     const { source, destination } = this.req;
     const byTopic = groupBy(active, (s) => s.topic);
+    const partitions: PartitionsByTopic = new Map([...byTopic].map(([topic, states]) => [topic, states.map((s) => s.partition)]));
+    // One request per leader for all the topics (thousands of partitions in a few requests).
+    const [destStart, srcStart, srcEnd, srcHighWatermark] = await pRetry(
+      async () => {
+        // Leaders may have moved (that is often why we resync): re-read them.
+        await Promise.all([source.refreshLeaders(byTopic.keys()), destination.refreshLeaders(byTopic.keys())]);
+        return Promise.all([
+          destination.listOffsetsOf(partitions, 'earliest'),
+          source.listOffsetsOf(partitions, 'earliest'),
+          source.listOffsetsOf(partitions, 'latest', IsolationLevel.READ_COMMITTED),
+          source.listOffsetsOf(partitions, 'latest'),
+        ]);
+      },
+      { retries: 100, minTimeout: 50, maxTimeout: 1_000, maxRetryTime: 15_000, shouldRetry: ({ error }) => isRetriable(error) && !this.stop.signal.aborted },
+    );
     const offsets = new Map<string, { destStart: bigint; srcStart: bigint; srcEnd: bigint; srcHighWatermark: bigint }>();
-    await forEachLimit([...byTopic], RESYNC_CONCURRENCY, async ([topic, states]) => {
-      const ps = states.map((s) => s.partition);
-      // A topic's leaders that answer NOT_LEADER (moved, or a partition still loading after the
-      // topic was created) are retried here, topic by topic: failing the whole resync would re-read
-      // every other topic again (seconds, with thousands of partitions).
-      const [destStart, srcStart, srcEnd, srcHighWatermark] = await pRetry(
-        async () => {
-          // Leaders may have moved (that is often why we resync): re-read them.
-          await Promise.all([source.partitions(topic), destination.partitions(topic)]);
-          return Promise.all([
-            destination.listOffsets(topic, ps, 'earliest'),
-            source.listOffsets(topic, ps, 'earliest'),
-            source.listOffsets(topic, ps, 'latest', IsolationLevel.READ_COMMITTED),
-            source.listOffsets(topic, ps, 'latest'),
-          ]);
-        },
-        { retries: 100, minTimeout: 50, maxTimeout: 1_000, maxRetryTime: 15_000, shouldRetry: ({ error }) => isRetriable(error) && !this.stop.signal.aborted },
-      );
-      for (const p of ps) {
-        offsets.set(partitionKey(topic, p), { destStart: destStart.get(p)!, srcStart: srcStart.get(p)!, srcEnd: srcEnd.get(p)!, srcHighWatermark: srcHighWatermark.get(p)! });
-      }
-    });
+    for (const s of active) {
+      const at = (answers: Map<string, Map<number, bigint>>) => answers.get(s.topic)!.get(s.partition)!;
+      offsets.set(s.key, { destStart: at(destStart), srcStart: at(srcStart), srcEnd: at(srcEnd), srcHighWatermark: at(srcHighWatermark) });
+    }
     // A gap fill left open (by a predecessor, or an attempt of ours that failed) is aborted first:
     // its marker lands inside its gap, and only then is the destination's end the checkpoint.
     this.filler.reset();
@@ -1018,15 +1013,15 @@ class Copier {
     for (;;) {
       const behind: [string, PartitionState[]][] = [];
       let first: { state: PartitionState; highWatermark: bigint; logEnd: bigint } | undefined;
-      await forEachLimit(pending, RESYNC_CONCURRENCY, async ([topic, ps]) => {
-        const ends = await this.req.destination.logEnds(topic, ps.map((s) => s.partition));
+      const ends = await this.req.destination.logEnds(new Map(pending.map(([topic, ps]) => [topic, ps.map((s) => s.partition)])));
+      for (const [topic, ps] of pending) {
         const held = ps.filter((s) => {
-          const e = ends.get(s.partition)!;
+          const e = ends.get(topic)!.get(s.partition)!;
           if (e.logEnd > e.highWatermark) first ??= { state: s, ...e };
           return e.logEnd > e.highWatermark;
         });
         if (held.length > 0) behind.push([topic, held]);
-      });
+      }
       if (first === undefined) return waited;
       if (Date.now() >= deadline) {
         const { state, highWatermark, logEnd } = first;
@@ -1496,11 +1491,11 @@ export async function recordsAt(cluster: RawCluster, wanted: readonly { topic: s
     }
     return 'retry';
   };
-  const byLeader = new Map<number, typeof wanted[number][]>();
-  for (const w of wanted) {
-    const leader = await cluster.leaderOf(w.topic, w.partition);
-    byLeader.set(leader, [...(byLeader.get(leader) ?? []), w]);
-  }
+  const offsetAt = new Map(wanted.map((w) => [partitionKey(w.topic, w.partition), w.offset]));
+  const leaders = await cluster.byLeader(new Map([...groupBy(wanted, (w) => w.topic)].map(([topic, ws]) => [topic, ws.map((w) => w.partition)])));
+  const byLeader = new Map(
+    [...leaders].map(([leader, byTopic]) => [leader, [...byTopic].flatMap(([topic, ps]) => ps.map((partition) => ({ topic, partition, offset: offsetAt.get(partitionKey(topic, partition))! })))]),
+  );
   const fetchAt = (leader: number, ws: readonly typeof wanted[number][], maxBytes: number) =>
     cluster.fetch({
       leader,
@@ -1535,27 +1530,24 @@ export async function recordsAt(cluster: RawCluster, wanted: readonly { topic: s
 /** Partitions with a transaction open on `cluster` (last stable offset below the high watermark). */
 /** Partitions of `byTopic` where a transaction is open: the LSO is below the high watermark. */
 export async function openTransactions(cluster: RawCluster, byTopic: ReadonlyMap<string, readonly { readonly partition: number }[]>): Promise<{ topic: string; partition: number; lastStable: bigint }[]> {
+  const partitions: PartitionsByTopic = new Map([...byTopic].map(([topic, states]) => [topic, states.map((s) => s.partition)]));
+  const [stable, high] = await Promise.all([cluster.listOffsetsOf(partitions, 'latest', IsolationLevel.READ_COMMITTED), cluster.listOffsetsOf(partitions, 'latest')]);
   const out: { topic: string; partition: number; lastStable: bigint }[] = [];
-  await forEachLimit([...byTopic], RESYNC_CONCURRENCY, async ([topic, states]) => {
-    const ps = states.map((s) => s.partition);
-    const [stable, high] = await Promise.all([cluster.listOffsets(topic, ps, 'latest', IsolationLevel.READ_COMMITTED), cluster.listOffsets(topic, ps, 'latest')]);
-    for (const partition of ps) if (stable.get(partition)! < high.get(partition)!) out.push({ topic, partition, lastStable: stable.get(partition)! });
-  });
+  for (const [topic, ps] of partitions) {
+    for (const partition of ps) {
+      const lastStable = stable.get(topic)!.get(partition)!;
+      if (lastStable < high.get(topic)!.get(partition)!) out.push({ topic, partition, lastStable });
+    }
+  }
   return out;
 }
 
 /** Destination ends once they have stopped moving (an acknowledged-late write settles first). */
 async function stableEnds(cluster: RawCluster, byTopic: ReadonlyMap<string, readonly PartitionState[]>): Promise<Map<string, bigint>> {
+  const partitions: PartitionsByTopic = new Map([...byTopic].map(([topic, states]) => [topic, states.map((s) => s.partition)]));
   const read = async (): Promise<Map<string, bigint>> => {
     const out = new Map<string, bigint>();
-    await forEachLimit([...byTopic], RESYNC_CONCURRENCY, async ([topic, states]) => {
-      const ends = await cluster.listOffsets(
-        topic,
-        states.map((s) => s.partition),
-        'latest',
-      );
-      for (const [p, end] of ends) out.set(partitionKey(topic, p), end);
-    });
+    for (const [topic, ends] of await cluster.listOffsetsOf(partitions, 'latest')) for (const [p, end] of ends) out.set(partitionKey(topic, p), end);
     return out;
   };
   let previous = await read();

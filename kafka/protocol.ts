@@ -21,7 +21,7 @@
 import { createRequire } from 'node:module';
 import type { Kafka } from 'kafkajs';
 import pRetry from 'p-retry';
-import { KmirrorError } from '../domain/errors.ts';
+import { isKmirrorError, KmirrorError } from '../domain/errors.ts';
 import { controlType, splitFetchedBatches, type InPlaceBatch, type RawBatch } from './wire.ts';
 import { kafkaCode } from './errors.ts';
 import { largeBuffers } from './buffer-pool.ts';
@@ -99,6 +99,13 @@ export function body(whole: Buffer): Pick<KafkajsEncoder, 'buf' | 'offset' | typ
   framed.add(whole);
   return { buf: buffer, buffer, offset: buffer.length, [ROOM]: { whole, start: FRAME_ROOM } };
 }
+
+/** Partitions of several topics: topic → partition numbers. */
+export type PartitionsByTopic = ReadonlyMap<string, readonly number[]>;
+
+/** Topics per Metadata request in RawCluster.refreshLeaders (a response of 1,000 topics of 10
+ *  partitions is ~200 KiB). */
+const METADATA_TOPICS_PER_REQUEST = 1_000;
 
 const API_PRODUCE = 0;
 const API_FETCH = 1;
@@ -549,7 +556,9 @@ export interface TransactionalProducer {
  */
 export class RawCluster {
   private readonly cluster: InternalCluster;
-  private connected = false;
+  /** The connection being made or made: callers that ask at once (a resync reads 16 topics
+   *  concurrently) share it, rather than each reading the cluster's full metadata. */
+  private connecting: Promise<void> | undefined;
   /**
    * The leader of every partition per topic (-1: none known), read with a Metadata request for that
    * topic alone. (kafkajs' cluster keeps one snapshot of all its "target topics", and once one of
@@ -566,10 +575,14 @@ export class RawCluster {
   }
 
   async connect(): Promise<void> {
-    if (this.connected) return;
-    await this.cluster.connect();
-    await this.refreshBrokers();
-    this.connected = true;
+    this.connecting ??= (async () => {
+      await this.cluster.connect();
+      await this.refreshBrokers();
+    })().catch((err: unknown) => {
+      this.connecting = undefined; // the next call tries again
+      throw err;
+    });
+    return this.connecting;
   }
 
   /**
@@ -585,8 +598,8 @@ export class RawCluster {
   }
 
   async close(): Promise<void> {
-    if (!this.connected) return;
-    this.connected = false;
+    if (this.connecting === undefined) return;
+    this.connecting = undefined;
     await this.cluster.disconnect();
   }
 
@@ -598,10 +611,47 @@ export class RawCluster {
   async partitions(topic: string): Promise<PartitionMetadata[]> {
     await this.connect();
     const partitions = await this.readMetadata(topic);
+    this.keepLeaders(topic, partitions);
+    return partitions;
+  }
+
+  /**
+   * Read the leaders of many topics, in Metadata requests of up to METADATA_TOPICS_PER_REQUEST
+   * topics (one per topic would be thousands of requests for a mirror of thousands of topics).
+   * A request refused as a whole (kafkajs refuses an answer in which any topic or partition has an
+   * error: a topic missing, a partition with no leader yet) is read again topic by topic, with
+   * `partitions`' waits; `skipUnknown` leaves topics the cluster lacks out (else UNKNOWN_TOPIC).
+   * Returns the topics that were left out.
+   */
+  async refreshLeaders(topics: Iterable<string>, skipUnknown = false): Promise<Set<string>> {
+    await this.connect();
+    const all = [...new Set(topics)];
+    const missing = new Set<string>();
+    for (let i = 0; i < all.length; i += METADATA_TOPICS_PER_REQUEST) {
+      const chunk = all.slice(i, i + METADATA_TOPICS_PER_REQUEST);
+      try {
+        const broker = await this.broker(this.cluster.getNodeIds()[0]!);
+        const { topicMetadata } = await broker.metadata(chunk);
+        for (const t of topicMetadata) this.keepLeaders(t.topic, t.partitionMetadata);
+        for (const topic of chunk) if (!this.leaders.has(topic)) throw new Error(`no metadata for ${topic}`);
+      } catch {
+        for (const topic of chunk) {
+          try {
+            await this.partitions(topic);
+          } catch (err) {
+            if (!skipUnknown || !isKmirrorError(err, 'UNKNOWN_TOPIC')) throw err;
+            missing.add(topic);
+          }
+        }
+      }
+    }
+    return missing;
+  }
+
+  private keepLeaders(topic: string, partitions: readonly PartitionMetadata[]): void {
     const leaders = new Int32Array(partitions.reduce((n, p) => Math.max(n, p.partitionId + 1), 0)).fill(-1);
     for (const p of partitions) leaders[p.partitionId] = p.leader;
     this.leaders.set(topic, leaders);
-    return partitions;
   }
 
   private async readMetadata(topic: string, metadataWaitMs = 5_000): Promise<PartitionMetadata[]> {
@@ -838,33 +888,46 @@ export class RawCluster {
     await this.atCoordinator(transactionalId, 1, (broker) => broker.endTxn({ transactionalId, producerId: producerId.toString(), producerEpoch, transactionResult: commit }));
   }
 
-  private async byLeader(topic: string, partitions: Iterable<number>): Promise<Map<number, number[]>> {
-    const groups = new Map<number, number[]>();
-    for (const p of partitions) {
-      const leader = await this.leaderOf(topic, p);
-      groups.set(leader, [...(groups.get(leader) ?? []), p]);
-    }
-    return groups;
-  }
-
   /**
-   * Run `op` over the partitions grouped by their leader. A leader's retriable answer (NOT_LEADER
-   * for a while after a create or a leader move, LEADER_NOT_AVAILABLE, a request timeout) re-reads
-   * the topic's metadata and tries again, for up to about 3 s, so every caller gets the same
-   * patience (a copier would otherwise redo its whole resync); then the failure is thrown.
+   * Run `op` once per leader over the partitions it leads, of every topic asked (one request per
+   * leader, not per topic). A leader's retriable answer (NOT_LEADER for a while after a create or a
+   * leader move, LEADER_NOT_AVAILABLE, a request timeout) re-reads the topics' leaders and tries
+   * again, for up to about 3 s, so every caller gets the same patience (a copier would otherwise
+   * redo its whole resync); then the failure is thrown. Topics the cluster lacks are UNKNOWN_TOPIC,
+   * or left out with `skipUnknown`.
    */
-  private async atLeaders<T>(topic: string, partitions: Iterable<number>, op: (broker: InternalBroker, partitions: number[]) => Promise<T>): Promise<T[]> {
-    const all = [...partitions];
+  private async atLeaders<T>(partitions: PartitionsByTopic, op: (broker: InternalBroker, partitions: Map<string, number[]>) => Promise<T>, skipUnknown = false): Promise<T[]> {
     for (let attempt = 0; ; attempt++) {
       try {
-        const groups = await this.byLeader(topic, all);
-        return await Promise.all([...groups].map(async ([leader, ps]) => op(await this.broker(leader), ps)));
+        const groups = await this.byLeader(partitions, { refresh: attempt > 0, skipUnknown });
+        return await Promise.all([...groups].map(async ([leader, byTopic]) => op(await this.broker(leader), byTopic)));
       } catch (err) {
         if (attempt >= 5 || !isRetriableAnswer(err)) throw err;
         await new Promise((r) => setTimeout(r, 100 * 2 ** attempt));
-        await this.partitions(topic);
       }
     }
+  }
+
+  /**
+   * The partitions grouped by leader, then topic. Leaders not known yet (or all, with `refresh`)
+   * are read first in a few requests (refreshLeaders); a partition with no leader is
+   * CLUSTER_UNREACHABLE (leaderOf).
+   */
+  async byLeader(partitions: PartitionsByTopic, opts: { refresh?: boolean; skipUnknown?: boolean } = {}): Promise<Map<number, Map<string, number[]>>> {
+    const missing = await this.refreshLeaders(opts.refresh === true ? partitions.keys() : [...partitions.keys()].filter((t) => !this.leaders.has(t)), opts.skipUnknown);
+    const groups = new Map<number, Map<string, number[]>>();
+    for (const [topic, ps] of partitions) {
+      if (missing.has(topic)) continue;
+      for (const p of ps) {
+        const leader = await this.leaderOf(topic, p);
+        let byTopic = groups.get(leader);
+        if (byTopic === undefined) groups.set(leader, (byTopic = new Map()));
+        let list = byTopic.get(topic);
+        if (list === undefined) byTopic.set(topic, (list = []));
+        list.push(p);
+      }
+    }
+    return groups;
   }
 
   /**
@@ -883,78 +946,102 @@ export class RawCluster {
 
   /** DeleteRecords at the leaders: each partition's log start moves up to the given offset. */
   async deleteRecords(topic: string, before: ReadonlyMap<number, bigint>): Promise<void> {
-    await this.atLeaders(topic, before.keys(), (broker, ps) =>
-      broker.deleteRecords({ topics: [{ topic, partitions: ps.map((partition) => ({ partition, offset: before.get(partition)!.toString() })) }] }),
+    await this.atLeaders(new Map([[topic, [...before.keys()]]]), (broker, byTopic) =>
+      broker.deleteRecords({ topics: [...byTopic].map(([t, ps]) => ({ topic: t, partitions: ps.map((partition) => ({ partition, offset: before.get(partition)!.toString() })) })) }),
     );
   }
 
-  /**
-   * ListOffsets at the leaders. which: 'earliest' = log start; 'latest' = high watermark
-   * (read_uncommitted) or last stable offset (read_committed).
-   */
+  /** ListOffsets of one topic's partitions (listOffsetsOf). */
   async listOffsets(topic: string, partitions: readonly number[], which: 'earliest' | 'latest', isolationLevel: number = IsolationLevel.READ_UNCOMMITTED): Promise<Map<number, bigint>> {
-    const out = new Map<number, bigint>();
-    await this.atLeaders(topic, partitions, async (broker, ps) => {
-      const result = await broker.listOffsets({
-        replicaId: -1,
-        isolationLevel,
-        topics: [{ topic, partitions: ps.map((partition) => ({ partition, timestamp: which === 'earliest' ? -2 : -1 })) }],
-      });
-      for (const response of result.responses) {
-        for (const p of response.partitions) {
-          const error = kafkaError(p.errorCode);
-          if (error) throw new KafkaAnswerError(`list offsets ${topic}-${p.partition}: ${error.type}`, error);
-          out.set(p.partition, BigInt(p.offset));
+    return (await this.listOffsetsOf(new Map([[topic, partitions]]), which, isolationLevel)).get(topic) ?? new Map();
+  }
+
+  /**
+   * ListOffsets at the leaders, one request per leader for all the topics. which: 'earliest' = log
+   * start; 'latest' = high watermark (read_uncommitted) or last stable offset (read_committed).
+   * Answers per topic, then partition; with `skipUnknown` a topic the cluster lacks has none.
+   */
+  async listOffsetsOf(partitions: PartitionsByTopic, which: 'earliest' | 'latest', isolationLevel: number = IsolationLevel.READ_UNCOMMITTED, skipUnknown = false): Promise<Map<string, Map<number, bigint>>> {
+    const out = new Map<string, Map<number, bigint>>();
+    await this.atLeaders(
+      partitions,
+      async (broker, byTopic) => {
+        const result = await broker.listOffsets({
+          replicaId: -1,
+          isolationLevel,
+          topics: [...byTopic].map(([topic, ps]) => ({ topic, partitions: ps.map((partition) => ({ partition, timestamp: which === 'earliest' ? -2 : -1 })) })),
+        });
+        for (const response of result.responses) {
+          for (const p of response.partitions) {
+            const error = kafkaError(p.errorCode);
+            if (error) throw new KafkaAnswerError(`list offsets ${response.topic}-${p.partition}: ${error.type}`, error);
+            let answers = out.get(response.topic);
+            if (answers === undefined) out.set(response.topic, (answers = new Map()));
+            answers.set(p.partition, BigInt(p.offset));
+          }
         }
-      }
-    });
+      },
+      skipUnknown,
+    );
     return out;
   }
 
   /**
-   * Each partition's high watermark and log end at its leader. The log end is the offset after the
-   * last record the leader has appended, its followers' acknowledgement or not: a batch appended
-   * while a follower in the ISR stalls lies between the two, invisible to every read, and lands
-   * (is acknowledged) once that follower catches up or leaves the ISR. Read with ListOffsets v4
-   * (the high watermark and the leader's epoch) and OffsetForLeaderEpoch v3 for that epoch, which
-   * answers its end: the log end for the current epoch.
+   * Each partition's high watermark and log end at its leader, per topic, then partition. The log
+   * end is the offset after the last record the leader has appended, its followers'
+   * acknowledgement or not: a batch appended while a follower in the ISR stalls lies between the
+   * two, invisible to every read, and lands (is acknowledged) once that follower catches up or
+   * leaves the ISR. Read with ListOffsets v4 (the high watermark and the leader's epoch) and
+   * OffsetForLeaderEpoch v3 for that epoch, which answers its end: the log end for the current
+   * epoch. One request of each per leader, for all the topics.
    */
-  async logEnds(topic: string, partitions: readonly number[]): Promise<Map<number, { readonly highWatermark: bigint; readonly logEnd: bigint }>> {
-    const out = new Map<number, { highWatermark: bigint; logEnd: bigint }>();
-    const answer = (p: number, code: number, what: string) => {
+  async logEnds(partitions: PartitionsByTopic): Promise<Map<string, Map<number, { readonly highWatermark: bigint; readonly logEnd: bigint }>>> {
+    const out = new Map<string, Map<number, { highWatermark: bigint; logEnd: bigint }>>();
+    const set = (topic: string, p: number, ends: { highWatermark: bigint; logEnd: bigint }) => {
+      let answers = out.get(topic);
+      if (answers === undefined) out.set(topic, (answers = new Map()));
+      answers.set(p, ends);
+    };
+    const answer = (topic: string, p: number, code: number, what: string) => {
       const error = kafkaError(code);
       if (error) throw new KafkaAnswerError(`${what} ${topic}-${p}: ${error.type}`, error);
     };
-    await this.atLeaders(topic, partitions, async (broker, ps) => {
-      const latest = new Writer().int32(-1).int8(IsolationLevel.READ_UNCOMMITTED).int32(1).string(topic).int32(ps.length);
-      for (const p of ps) latest.int32(p).int32(-1).int64(-1n);
-      const heads = await sendFlat(broker, API_LIST_OFFSETS, 4, 'ListOffsets', latest, (r) => {
+    await this.atLeaders(partitions, async (broker, led) => {
+      const latest = new Writer().int32(-1).int8(IsolationLevel.READ_UNCOMMITTED).int32(led.size);
+      for (const [topic, ps] of led) {
+        latest.string(topic).int32(ps.length);
+        for (const p of ps) latest.int32(p).int32(-1).int64(-1n);
+      }
+      const heads = await sendFlat(broker, API_LIST_OFFSETS, 4, 'ListOffsets', latest, (r, topic) => {
         const partition = r.int32();
         const code = r.int16();
         r.int64(); // timestamp
-        return { partition, code, offset: r.int64(), leaderEpoch: r.int32() };
+        return { topic, partition, code, offset: r.int64(), leaderEpoch: r.int32() };
       });
-      for (const h of heads) answer(h.partition, h.code, 'list offsets');
+      for (const h of heads) answer(h.topic, h.partition, h.code, 'list offsets');
       // A leader that answers no epoch (none known: older message formats) has no end to ask for
       // beyond its high watermark.
-      const epochs = heads.filter((h) => h.leaderEpoch >= 0);
-      for (const h of heads) if (h.leaderEpoch < 0) out.set(h.partition, { highWatermark: h.offset, logEnd: h.offset });
-      if (epochs.length === 0) return;
-      const ask = new Writer().int32(-1).int32(1).string(topic).int32(epochs.length);
-      for (const h of epochs) ask.int32(h.partition).int32(h.leaderEpoch).int32(h.leaderEpoch);
-      const ends = await sendFlat(broker, API_OFFSET_FOR_LEADER_EPOCH, 3, 'OffsetForLeaderEpoch', ask, (r) => {
+      const epochs = byTopic(heads.filter((h) => h.leaderEpoch >= 0));
+      for (const h of heads) if (h.leaderEpoch < 0) set(h.topic, h.partition, { highWatermark: h.offset, logEnd: h.offset });
+      if (epochs.size === 0) return;
+      const ask = new Writer().int32(-1).int32(epochs.size);
+      for (const [topic, hs] of epochs) {
+        ask.string(topic).int32(hs.length);
+        for (const h of hs) ask.int32(h.partition).int32(h.leaderEpoch).int32(h.leaderEpoch);
+      }
+      const ends = await sendFlat(broker, API_OFFSET_FOR_LEADER_EPOCH, 3, 'OffsetForLeaderEpoch', ask, (r, topic) => {
         const code = r.int16();
         const partition = r.int32();
         r.int32(); // the epoch answered
-        return { code, partition, endOffset: r.int64() };
+        return { topic, code, partition, endOffset: r.int64() };
       });
-      const highWatermarks = new Map(heads.map((h) => [h.partition, h.offset]));
+      const highWatermarks = new Map(heads.map((h) => [partitionKey(h.topic, h.partition), h.offset]));
       for (const e of ends) {
-        answer(e.partition, e.code, 'offset for leader epoch');
-        const highWatermark = highWatermarks.get(e.partition)!;
+        answer(e.topic, e.partition, e.code, 'offset for leader epoch');
+        const highWatermark = highWatermarks.get(partitionKey(e.topic, e.partition))!;
         // The leader no longer knows that epoch (leadership moved between the two requests).
-        if (e.endOffset < 0n) throw new KafkaAnswerError(`offset for leader epoch ${topic}-${e.partition}: the leader's epoch changed`, kafkaError(74)!);
-        out.set(e.partition, { highWatermark, logEnd: e.endOffset > highWatermark ? e.endOffset : highWatermark });
+        if (e.endOffset < 0n) throw new KafkaAnswerError(`offset for leader epoch ${e.topic}-${e.partition}: the leader's epoch changed`, kafkaError(74)!);
+        set(e.topic, e.partition, { highWatermark, logEnd: e.endOffset > highWatermark ? e.endOffset : highWatermark });
       }
     });
     return out;
@@ -963,14 +1050,14 @@ export class RawCluster {
 
 /** Send a request whose answer is a throttle time, then topics of partitions (ListOffsets v4,
  *  OffsetForLeaderEpoch v3); returns the partitions, each read by `partition`, in one list. */
-async function sendFlat<T>(broker: InternalBroker, apiKey: number, apiVersion: number, apiName: string, request: Writer, partition: (r: Reader) => T): Promise<T[]> {
+async function sendFlat<T>(broker: InternalBroker, apiKey: number, apiVersion: number, apiName: string, request: Writer, partition: (r: Reader, topic: string) => T): Promise<T[]> {
   const payload = request.done();
   const decode = async (b: Buffer): Promise<T[]> => {
     const r = new Reader(b);
     r.int32(); // throttle time
     return r.array(() => {
-      r.string(); // topic
-      return r.array(() => partition(r));
+      const topic = r.string() ?? '';
+      return r.array(() => partition(r, topic));
     }).flat();
   };
   return (await broker.connectionPool.send({ request: { apiKey, apiVersion, apiName, encode: async () => body(payload) }, response: { decode, parse: async (d: unknown) => d } })) as T[];

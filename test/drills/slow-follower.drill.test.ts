@@ -68,10 +68,10 @@ describe('a destination follower that stalls mid-copy', () => {
     expect(pauseNode('dest', frozen!, true)).toBe(true);
     await sendAll(producer, topic, messages(1_500, partitions, { from: 500 }));
     // The first owner's batches reach the leader; their acknowledgement never comes back.
-    await expect.poll(async () => (await f.dest.logEnds(topic, all)).get(0)!.logEnd, { timeout: 30_000, interval: 200 }).toBeGreaterThan(500n);
+    await expect.poll(async () => (await f.dest.logEnds(new Map([[topic, all]]))).get(topic)!.get(0)!.logEnd, { timeout: 30_000, interval: 200 }).toBeGreaterThan(500n);
     first.abort();
     await firstCopy;
-    const held = (await f.dest.logEnds(topic, all)).get(0)!;
+    const held = (await f.dest.logEnds(new Map([[topic, all]]))).get(topic)!.get(0)!;
     expect(held.highWatermark).toBe(500n);
     expect(held.logEnd).toBeGreaterThan(500n);
     // The next owner starts while the batch still waits for the follower.

@@ -316,14 +316,36 @@ describe('offsets and records', () => {
     expect(await session.listOffsets(topic, [0], 'latest', IsolationLevel.READ_COMMITTED)).toEqual(new Map([[0, 10n]]));
   });
 
-  it("reads a partition's log end at its leader beside its high watermark (ListOffsets v4 + OffsetForLeaderEpoch v3)", async () => {
-    const topic = await createTopic(destAdmin, { partitions: 2 });
+  it("reads partitions' log ends at their leader beside their high watermarks, several topics in one request each (ListOffsets v4 + OffsetForLeaderEpoch v3)", async () => {
+    const [topic, other] = [await createTopic(destAdmin, { partitions: 2 }), await createTopic(destAdmin, { partitions: 1 })];
     const producer = dest.producer({ idempotent: true, maxInFlightRequests: 1 });
     await producer.connect();
     await producer.send({ topic, messages: Array.from({ length: 6 }, (_, i) => ({ partition: 0, value: String(i) })) });
+    await producer.send({ topic: other, messages: [{ partition: 0, value: 'x' }] });
     await producer.disconnect();
     // One broker: everything appended is acknowledged at once (the slow-follower drill holds them apart).
-    expect(await raw(dest).logEnds(topic, [0, 1])).toEqual(new Map([[0, { highWatermark: 6n, logEnd: 6n }], [1, { highWatermark: 0n, logEnd: 0n }]]));
+    expect(await raw(dest).logEnds(new Map([[topic, [0, 1]], [other, [0]]]))).toEqual(
+      new Map([
+        [topic, new Map([[0, { highWatermark: 6n, logEnd: 6n }], [1, { highWatermark: 0n, logEnd: 0n }]])],
+        [other, new Map([[0, { highWatermark: 1n, logEnd: 1n }]])],
+      ]),
+    );
+  });
+
+  it('lists offsets of several topics at once; a missing topic is UNKNOWN_TOPIC, or left out when asked', async () => {
+    const [a, b] = [await createTopic(destAdmin, { partitions: 2 }), await createTopic(destAdmin, { partitions: 1 })];
+    const producer = dest.producer({ idempotent: true, maxInFlightRequests: 1 });
+    await producer.connect();
+    await producer.send({ topic: a, messages: [{ partition: 1, value: 'x' }, { partition: 1, value: 'y' }] });
+    await producer.send({ topic: b, messages: [{ partition: 0, value: 'z' }] });
+    await producer.disconnect();
+    const session = raw(dest);
+    const latest = await session.listOffsetsOf(new Map([[a, [0, 1]], [b, [0]]]), 'latest');
+    expect(latest).toEqual(new Map([[a, new Map([[0, 0n], [1, 2n]])], [b, new Map([[0, 1n]])]]));
+    const gone = `${a}-missing`;
+    await expect(session.listOffsetsOf(new Map([[a, [1]], [gone, [0]]]), 'latest')).rejects.toMatchObject({ code: 'UNKNOWN_TOPIC' });
+    expect(await session.listOffsetsOf(new Map([[a, [1]], [gone, [0]]]), 'latest', IsolationLevel.READ_UNCOMMITTED, true)).toEqual(new Map([[a, new Map([[1, 2n]])]]));
+    expect(await session.refreshLeaders([a, gone, b], true)).toEqual(new Set([gone]));
   });
 });
 
