@@ -49,83 +49,106 @@ function normalize(target: LeaseTarget): LeaseTarget {
   return { mirror: target.mirror, topic: target.topic, partitions };
 }
 
-/** Take the lease on every partition of `target`, or throw LEASE_HELD (and take none: roll the
- *  transaction back). Locks the lease rows until `trx` ends. */
-export async function acquireLeases(trx: Trx, target: LeaseTarget, owner: string, timing: LeaseTiming): Promise<HeldLease> {
+/** A partition's key in maps of several topics. */
+const at = (topic: string, partition: number): string => `${topic}\u0000${partition}`;
+
+/** The partitions of several targets of one mirror, as parallel arrays for unnest(). */
+function rows(targets: readonly LeaseTarget[]): { mirror: string; topics: string[]; partitions: number[] } {
+  const mirror = targets[0]!.mirror;
+  if (targets.some((t) => t.mirror !== mirror)) throw new KmirrorError('INVALID_ARGUMENT', `leases taken together must be of one mirror (${mirror})`);
+  return { mirror, topics: targets.flatMap((t) => t.partitions.map(() => t.topic)), partitions: targets.flatMap((t) => [...t.partitions]) };
+}
+
+/**
+ * Take the lease on every partition of every target (topics of one mirror), or throw LEASE_HELD
+ * (and take none: roll the transaction back). Three statements whatever the number of topics (a
+ * copier of 1,000 partitions in 100 topics took 300 round trips one topic at a time). Locks the
+ * lease rows until `trx` ends, in (topic, partition) order, so two acquirers of overlapping sets
+ * cannot deadlock.
+ */
+export async function acquireLeases(trx: Trx, targets: readonly LeaseTarget[], owner: string, timing: LeaseTiming): Promise<HeldLease[]> {
   if (owner === '') throw new KmirrorError('INVALID_ARGUMENT', 'lease owner must not be empty');
-  const t = normalize(target);
+  const ts = targets.map(normalize);
+  const { mirror, topics, partitions } = rows(ts);
   await sql`
     insert into partition_leases (mirror, topic, partition, owner, epoch, expires_at, updated_at)
-    select ${t.mirror}, ${t.topic}, p, null, 0, null, now() from unnest(${t.partitions}::int4[]) as p
+    select ${mirror}, u.topic, u.partition, null, 0, null, now() from unnest(${topics}::text[], ${partitions}::int4[]) as u(topic, partition)
     on conflict do nothing`.execute(trx);
-  // Rows locked in partition order, so two acquirers of overlapping sets cannot deadlock.
-  const { rows } = await sql<{ partition: number; owner: string | null; epoch: bigint; expires_at: Date | null; free: boolean; free_at: Date | null }>`
-    select partition, owner, epoch, expires_at,
-           owner is null or expires_at + grace_ms * interval '1 millisecond' < now() as free,
-           expires_at + grace_ms * interval '1 millisecond' as free_at
-    from partition_leases
-    where mirror = ${t.mirror} and topic = ${t.topic} and partition = any(${t.partitions}::int4[])
-    order by partition
-    for update`.execute(trx);
-  const held = rows.filter((r) => !r.free);
-  if (held.length > 0) {
-    const first = held[0]!;
+  const { rows: locked } = await sql<{ topic: string; partition: number; owner: string | null; epoch: bigint; expires_at: Date | null; free: boolean; free_at: Date | null }>`
+    select l.topic, l.partition, l.owner, l.epoch, l.expires_at,
+           l.owner is null or l.expires_at + l.grace_ms * interval '1 millisecond' < now() as free,
+           l.expires_at + l.grace_ms * interval '1 millisecond' as free_at
+    from partition_leases l join unnest(${topics}::text[], ${partitions}::int4[]) as u(topic, partition) on l.topic = u.topic and l.partition = u.partition
+    where l.mirror = ${mirror}
+    order by l.topic collate "C", l.partition
+    for update of l`.execute(trx);
+  const first = locked.find((r) => !r.free);
+  if (first !== undefined) {
+    const target = ts.find((t) => t.topic === first.topic)!;
     throw new KmirrorError(
       'LEASE_HELD',
-      `lease ${describeTarget(t)}: partition ${first.partition} is held by ${first.owner} (epoch ${first.epoch}) until ${first.expires_at?.toISOString()}; free after ${first.free_at?.toISOString()}`,
-      { holder: first.owner, epoch: first.epoch.toString(), freeAt: first.free_at?.toISOString() ?? null, held: held.length },
+      `lease ${describeTarget(target)}: partition ${first.partition} is held by ${first.owner} (epoch ${first.epoch}) until ${first.expires_at?.toISOString()}; free after ${first.free_at?.toISOString()}`,
+      { holder: first.owner, epoch: first.epoch.toString(), freeAt: first.free_at?.toISOString() ?? null, held: locked.filter((r) => !r.free).length },
     );
   }
-  const updated = await sql<{ partition: number; epoch: bigint; expires_at: Date }>`
-    update partition_leases
-    set owner = ${owner}, epoch = epoch + 1, expires_at = now() + ${interval(timing.ttlMs)}, grace_ms = ${Math.ceil(timing.graceMs)}, updated_at = now()
-    where mirror = ${t.mirror} and topic = ${t.topic} and partition = any(${t.partitions}::int4[])
-    returning partition, epoch, expires_at`.execute(trx);
-  const byPartition = new Map(updated.rows.map((r) => [r.partition, r]));
-  const takenOver = rows.filter((r) => r.owner !== null && r.owner !== owner).length;
-  return { ...t, owner, epochs: t.partitions.map((p) => byPartition.get(p)!.epoch), expiresAt: updated.rows[0]!.expires_at, takenOver };
+  const { rows: updated } = await sql<{ topic: string; partition: number; epoch: bigint; expires_at: Date }>`
+    update partition_leases l
+    set owner = ${owner}, epoch = l.epoch + 1, expires_at = now() + ${interval(timing.ttlMs)}, grace_ms = ${Math.ceil(timing.graceMs)}, updated_at = now()
+    from unnest(${topics}::text[], ${partitions}::int4[]) as u(topic, partition)
+    where l.mirror = ${mirror} and l.topic = u.topic and l.partition = u.partition
+    returning l.topic, l.partition, l.epoch, l.expires_at`.execute(trx);
+  const epochOf = new Map(updated.map((r) => [at(r.topic, r.partition), r.epoch]));
+  const takenOver = (topic: string) => locked.filter((r) => r.topic === topic && r.owner !== null && r.owner !== owner).length;
+  return ts.map((t) => ({ ...t, owner, epochs: t.partitions.map((p) => epochOf.get(at(t.topic, p))!), expiresAt: updated[0]!.expires_at, takenOver: takenOver(t.topic) }));
 }
 
-/** Extend a held lease; LEASE_LOST when any partition was fenced or expired (roll `trx` back then,
- *  so nothing is extended). */
-export async function renewLeases(trx: Trx, lease: HeldLease, ttlMs: number): Promise<Date> {
-  const { rows } = await sql<{ expires_at: Date }>`
+/** Extend held leases (one statement); LEASE_LOST when any partition was fenced or expired (roll
+ *  `trx` back then, so nothing is extended). */
+export async function renewLeases(trx: Trx, leases: readonly HeldLease[], ttlMs: number): Promise<Date> {
+  const { mirror, topics, partitions } = rows(leases);
+  const owner = leases[0]!.owner;
+  const { rows: renewed } = await sql<{ expires_at: Date }>`
     update partition_leases l set expires_at = now() + ${interval(ttlMs)}, updated_at = now()
-    from unnest(${lease.partitions}::int4[], ${lease.epochs.map(String)}::int8[]) as h(partition, epoch)
-    where l.mirror = ${lease.mirror} and l.topic = ${lease.topic} and l.partition = h.partition
-      and l.epoch = h.epoch and l.owner = ${lease.owner} and l.expires_at > now()
+    from unnest(${topics}::text[], ${partitions}::int4[], ${leases.flatMap((l) => l.epochs.map(String))}::int8[]) as h(topic, partition, epoch)
+    where l.mirror = ${mirror} and l.topic = h.topic and l.partition = h.partition
+      and l.epoch = h.epoch and l.owner = ${owner} and l.expires_at > now()
     returning l.expires_at`.execute(trx);
-  if (rows.length !== lease.partitions.length) throw await leaseLost(trx, lease, 'renew');
-  return rows[0]!.expires_at;
+  if (renewed.length !== partitions.length) throw await leaseLost(trx, leases, 'renew');
+  return renewed[0]!.expires_at;
 }
 
-/** Give a held lease up. Releases the partitions still held at their epoch; LEASE_LOST names any
- *  that were fenced meanwhile (those are left to their new owner). */
-export async function releaseLeases(db: Db | Trx, lease: HeldLease): Promise<void> {
-  const { rows } = await sql<{ partition: number }>`
+/** Give held leases up (one statement). Releases the partitions still held at their epoch;
+ *  LEASE_LOST names any that were fenced meanwhile (those are left to their new owner). */
+export async function releaseLeases(db: Db | Trx, leases: readonly HeldLease[]): Promise<void> {
+  const { mirror, topics, partitions } = rows(leases);
+  const { rows: released } = await sql<{ partition: number }>`
     update partition_leases l set owner = null, expires_at = null, updated_at = now()
-    from unnest(${lease.partitions}::int4[], ${lease.epochs.map(String)}::int8[]) as h(partition, epoch)
-    where l.mirror = ${lease.mirror} and l.topic = ${lease.topic} and l.partition = h.partition
-      and l.epoch = h.epoch and l.owner = ${lease.owner}
+    from unnest(${topics}::text[], ${partitions}::int4[], ${leases.flatMap((l) => l.epochs.map(String))}::int8[]) as h(topic, partition, epoch)
+    where l.mirror = ${mirror} and l.topic = h.topic and l.partition = h.partition
+      and l.epoch = h.epoch and l.owner = ${leases[0]!.owner}
     returning l.partition`.execute(db);
-  if (rows.length !== lease.partitions.length) throw await leaseLost(db, lease, 'release');
+  if (released.length !== partitions.length) throw await leaseLost(db, leases, 'release');
 }
 
-async function leaseLost(db: Db | Trx, lease: HeldLease, action: string): Promise<KmirrorError> {
-  const { rows } = await sql<{ partition: number; owner: string | null; epoch: bigint; expired: boolean }>`
-    select partition, owner, epoch, coalesce(expires_at <= now(), true) as expired from partition_leases
-    where mirror = ${lease.mirror} and topic = ${lease.topic} and partition = any(${lease.partitions}::int4[])
-    order by partition`.execute(db);
-  const mine = new Map(lease.partitions.map((p, i) => [p, lease.epochs[i]!]));
-  const lost = rows.find((r) => r.owner !== lease.owner || r.epoch !== mine.get(r.partition) || r.expired);
+async function leaseLost(db: Db | Trx, leases: readonly HeldLease[], action: string): Promise<KmirrorError> {
+  const { mirror, topics, partitions } = rows(leases);
+  const { rows: now } = await sql<{ topic: string; partition: number; owner: string | null; epoch: bigint; expired: boolean }>`
+    select l.topic, l.partition, l.owner, l.epoch, coalesce(l.expires_at <= now(), true) as expired
+    from partition_leases l join unnest(${topics}::text[], ${partitions}::int4[]) as u(topic, partition) on l.topic = u.topic and l.partition = u.partition
+    where l.mirror = ${mirror}
+    order by l.topic collate "C", l.partition`.execute(db);
+  const owner = leases[0]!.owner;
+  const mine = new Map(leases.flatMap((l) => l.partitions.map((p, i) => [at(l.topic, p), l.epochs[i]!] as const)));
+  const lost = now.find((r) => r.owner !== owner || r.epoch !== mine.get(at(r.topic, r.partition)) || r.expired);
+  const lease = leases.find((l) => l.topic === lost?.topic) ?? leases[0]!;
   const why =
     lost === undefined
       ? 'the lease rows are gone'
-      : lost.owner === lease.owner && lost.epoch === mine.get(lost.partition)
+      : lost.owner === owner && lost.epoch === mine.get(at(lost.topic, lost.partition))
         ? `partition ${lost.partition} expired before it was renewed`
-        : `partition ${lost.partition} is now ${lost.owner === null ? 'released' : `held by ${lost.owner}`} at epoch ${lost.epoch} (ours was ${mine.get(lost.partition)})`;
-  return new KmirrorError('LEASE_LOST', `cannot ${action} lease ${describeTarget(lease)} for ${lease.owner}: ${why}`, {
-    owner: lease.owner,
+        : `partition ${lost.partition} is now ${lost.owner === null ? 'released' : `held by ${lost.owner}`} at epoch ${lost.epoch} (ours was ${mine.get(at(lost.topic, lost.partition))})`;
+  return new KmirrorError('LEASE_LOST', `cannot ${action} lease ${describeTarget(lease)} for ${owner}: ${why}`, {
+    owner,
     partition: lost?.partition ?? null,
   });
 }
@@ -144,8 +167,7 @@ export interface PartitionLeaseOptions extends LeaseTiming {
 }
 
 /** The copier's PartitionLease (kafka/lease.ts) over these functions: every topic's partitions
- *  are acquired, renewed and released in one transaction each time, topics in name order (so two
- *  acquirers of overlapping sets cannot deadlock). */
+ *  are acquired, renewed and released together, in one transaction each time. */
 export function createPartitionLease(db: Db, options: PartitionLeaseOptions): PartitionLease {
   const renewEveryMs = options.renewEveryMs ?? Math.floor(options.ttlMs / 3);
   const targets: LeaseTarget[] = [...options.assignments]
@@ -176,11 +198,7 @@ export function createPartitionLease(db: Db, options: PartitionLeaseOptions): Pa
         signal.throwIfAborted();
         const started = Date.now();
         try {
-          held = await db.transaction().execute(async (trx) => {
-            const leases: HeldLease[] = [];
-            for (const target of targets) leases.push(await acquireLeases(trx, target, options.owner, options));
-            return leases;
-          });
+          held = await db.transaction().execute((trx) => acquireLeases(trx, targets, options.owner, options));
           validUntil = started + options.ttlMs;
           options.onTakeover?.(held.reduce((n, l) => n + l.takenOver, 0));
           return;
@@ -201,9 +219,7 @@ export function createPartitionLease(db: Db, options: PartitionLeaseOptions): Pa
       const leases = held;
       await db
         .transaction()
-        .execute(async (trx) => {
-          for (const lease of leases) await renewLeases(trx, lease, options.ttlMs);
-        })
+        .execute((trx) => renewLeases(trx, leases, options.ttlMs))
         .catch(fenced);
       validUntil = started + options.ttlMs;
     },
@@ -212,9 +228,7 @@ export function createPartitionLease(db: Db, options: PartitionLeaseOptions): Pa
       held = undefined;
       validUntil = 0;
       if (leases !== undefined) {
-        await db.transaction().execute(async (trx) => {
-          for (const lease of leases) await releaseLeases(trx, lease);
-        });
+        await releaseLeases(db, leases);
       }
     },
     validUntil: () => validUntil,

@@ -106,6 +106,8 @@ export type PartitionsByTopic = ReadonlyMap<string, readonly number[]>;
 /** Topics per Metadata request in RawCluster.refreshLeaders (a response of 1,000 topics of 10
  *  partitions is ~200 KiB). */
 const METADATA_TOPICS_PER_REQUEST = 1_000;
+/** Topics read at once when such a request is refused and its topics are read one by one. */
+const METADATA_FALLBACK_CONCURRENCY = 16;
 
 const API_PRODUCE = 0;
 const API_FETCH = 1;
@@ -619,8 +621,8 @@ export class RawCluster {
    * Read the leaders of many topics, in Metadata requests of up to METADATA_TOPICS_PER_REQUEST
    * topics (one per topic would be thousands of requests for a mirror of thousands of topics).
    * A request refused as a whole (kafkajs refuses an answer in which any topic or partition has an
-   * error: a topic missing, a partition with no leader yet) is read again topic by topic, with
-   * `partitions`' waits; `skipUnknown` leaves topics the cluster lacks out (else UNKNOWN_TOPIC).
+   * error: a topic missing, a partition with no leader yet) is read again topic by topic (16 at a
+   * time), with `partitions`' waits; `skipUnknown` leaves topics the cluster lacks out (else UNKNOWN_TOPIC).
    * Returns the topics that were left out.
    */
   async refreshLeaders(topics: Iterable<string>, skipUnknown = false): Promise<Set<string>> {
@@ -635,14 +637,19 @@ export class RawCluster {
         for (const t of topicMetadata) this.keepLeaders(t.topic, t.partitionMetadata);
         for (const topic of chunk) if (!this.leaders.has(topic)) throw new Error(`no metadata for ${topic}`);
       } catch {
-        for (const topic of chunk) {
-          try {
-            await this.partitions(topic);
-          } catch (err) {
-            if (!skipUnknown || !isKmirrorError(err, 'UNKNOWN_TOPIC')) throw err;
-            missing.add(topic);
+        let next = 0;
+        const reader = async (): Promise<void> => {
+          while (next < chunk.length) {
+            const topic = chunk[next++]!;
+            try {
+              await this.partitions(topic);
+            } catch (err) {
+              if (!skipUnknown || !isKmirrorError(err, 'UNKNOWN_TOPIC')) throw err;
+              missing.add(topic);
+            }
           }
-        }
+        };
+        await Promise.all(Array.from({ length: Math.min(METADATA_FALLBACK_CONCURRENCY, chunk.length) }, reader));
       }
     }
     return missing;

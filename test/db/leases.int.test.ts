@@ -1,9 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { sql } from 'kysely';
 import {
   acquireLeases as acquireIn,
   createPartitionLease,
-  releaseLeases,
+  releaseLeases as releaseIn,
   renewLeases as renewIn,
   type HeldLease,
   type LeaseTarget,
@@ -22,9 +23,10 @@ afterAll(async () => t?.close());
 
 const long = { ttlMs: 60_000, graceMs: 1_000 };
 const short = { ttlMs: 300, graceMs: 400 };
-/** acquireLeases / renewLeases lock, so they take a transaction; each call here is its own. */
-const acquireLeases = (db: Db, where: LeaseTarget, owner: string, timing: LeaseTiming) => db.transaction().execute((trx) => acquireIn(trx, where, owner, timing));
-const renewLeases = (db: Db, lease: HeldLease, ttlMs: number) => db.transaction().execute((trx) => renewIn(trx, lease, ttlMs));
+/** acquireLeases / renewLeases lock, so they take a transaction; each call here is its own, on one topic. */
+const acquireLeases = async (db: Db, where: LeaseTarget, owner: string, timing: LeaseTiming) => (await db.transaction().execute((trx) => acquireIn(trx, [where], owner, timing)))[0]!;
+const renewLeases = (db: Db, lease: HeldLease, ttlMs: number) => db.transaction().execute((trx) => renewIn(trx, [lease], ttlMs));
+const releaseLeases = (db: Db, lease: HeldLease) => releaseIn(db, [lease]);
 const target = (partitions: number[] = [0, 1, 2]): LeaseTarget => ({ mirror: randomName('m'), topic: 'orders', partitions });
 
 describe('partition leases', () => {
@@ -131,5 +133,16 @@ describe('createPartitionLease (the copier interface)', () => {
     await both.acquire(AbortSignal.timeout(5_000));
     await both.renew();
     await both.release();
+    // Renewed and released together, and fenced together: a partition of one topic taken by
+    // another owner fails the renewal of the whole set, naming that partition.
+    await both.acquire(AbortSignal.timeout(5_000));
+    await sql`update partition_leases set owner = 'thief', epoch = epoch + 1 where mirror = ${mirror} and topic = 'a' and partition = 1`.execute(t.db);
+    await expect(both.renew()).rejects.toMatchObject({ code: 'LEASE_LOST', message: expect.stringMatching(/lease .*\/a\[0,1\].*partition 1 is now held by thief at epoch 4 \(ours was 3\)/) });
+    const rows = await t.db.selectFrom('partition_leases').select(['topic', 'partition', 'owner']).where('mirror', '=', mirror).orderBy('topic').orderBy('partition').execute();
+    expect(rows).toEqual([
+      { topic: 'a', partition: 0, owner: 'both' },
+      { topic: 'a', partition: 1, owner: 'thief' },
+      { topic: 'b', partition: 0, owner: 'both' },
+    ]);
   }, 30_000);
 });
