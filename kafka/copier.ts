@@ -839,10 +839,9 @@ class Copier {
       const at = found.get(c.state.key);
       return at?.kind === 'data' && at.record.headers.some((h) => h.key === ALIGNMENT_HEADER);
     });
-    for (const [topic, group] of groupBy(unfinished, (c) => c.state.topic)) {
-      await this.req.destination.deleteRecords(topic, new Map(group.map((c) => [c.state.partition, c.offset + 1n])));
-      this.stats.alignmentsFinished += group.length;
-    }
+    if (unfinished.length === 0) return;
+    await this.req.destination.deleteRecordsOf(offsetsByTopic(unfinished.map((c) => ({ state: c.state, offset: c.offset + 1n }))));
+    this.stats.alignmentsFinished += unfinished.length;
   }
 
   /** Compare the destination's last record with the source's record at the same offset (contract 4). */
@@ -903,10 +902,8 @@ class Copier {
       }
       await this.produceRounds(rounds);
       const done = slice.filter((s) => s.status === 'copying' && s.next === target.get(s.key));
-      for (const [topic, group] of groupBy(done, (s) => s.topic)) {
-        // The fillers were only a way to reach offset s; they are never visible to consumers.
-        await this.req.destination.deleteRecords(topic, new Map(group.map((s) => [s.partition, target.get(s.key)!])));
-      }
+      // The fillers were only a way to reach offset s; they are never visible to consumers.
+      if (done.length > 0) await this.req.destination.deleteRecordsOf(offsetsByTopic(done.map((state) => ({ state, offset: target.get(state.key)! }))));
     }
     this.stats.fillMs += Date.now() - started;
   }
@@ -1558,6 +1555,17 @@ async function stableEnds(cluster: RawCluster, byTopic: ReadonlyMap<string, read
     previous = current;
   }
   return previous;
+}
+
+/** Offsets of partitions, by topic, then partition. */
+function offsetsByTopic(at: readonly { state: PartitionState; offset: bigint }[]): Map<string, Map<number, bigint>> {
+  const out = new Map<string, Map<number, bigint>>();
+  for (const { state, offset } of at) {
+    let offsets = out.get(state.topic);
+    if (offsets === undefined) out.set(state.topic, (offsets = new Map()));
+    offsets.set(state.partition, offset);
+  }
+  return out;
 }
 
 function groupBy<T, K>(items: Iterable<T>, keyOf: (item: T) => K): Map<K, T[]> {

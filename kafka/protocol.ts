@@ -951,10 +951,16 @@ export class RawCluster {
     );
   }
 
-  /** DeleteRecords at the leaders: each partition's log start moves up to the given offset. */
+  /** DeleteRecords of one topic's partitions (deleteRecordsOf). */
   async deleteRecords(topic: string, before: ReadonlyMap<number, bigint>): Promise<void> {
-    await this.atLeaders(new Map([[topic, [...before.keys()]]]), (broker, byTopic) =>
-      broker.deleteRecords({ topics: [...byTopic].map(([t, ps]) => ({ topic: t, partitions: ps.map((partition) => ({ partition, offset: before.get(partition)!.toString() })) })) }),
+    await this.deleteRecordsOf(new Map([[topic, before]]));
+  }
+
+  /** DeleteRecords at the leaders, one request per leader for all the topics: each partition's log
+   *  start moves up to the given offset (topic → partition → offset). */
+  async deleteRecordsOf(before: ReadonlyMap<string, ReadonlyMap<number, bigint>>): Promise<void> {
+    await this.atLeaders(new Map([...before].map(([topic, offsets]) => [topic, [...offsets.keys()]])), (broker, led) =>
+      broker.deleteRecords({ topics: [...led].map(([topic, ps]) => ({ topic, partitions: ps.map((partition) => ({ partition, offset: before.get(topic)!.get(partition)!.toString() })) })) }),
     );
   }
 

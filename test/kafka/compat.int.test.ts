@@ -332,7 +332,7 @@ describe('offsets and records', () => {
     );
   });
 
-  it('lists offsets of several topics at once; a missing topic is UNKNOWN_TOPIC, or left out when asked', async () => {
+  it('lists offsets of and deletes records in several topics at once; a missing topic is UNKNOWN_TOPIC, or left out when asked', async () => {
     const [a, b] = [await createTopic(destAdmin, { partitions: 2 }), await createTopic(destAdmin, { partitions: 1 })];
     const producer = dest.producer({ idempotent: true, maxInFlightRequests: 1 });
     await producer.connect();
@@ -346,6 +346,8 @@ describe('offsets and records', () => {
     await expect(session.listOffsetsOf(new Map([[a, [1]], [gone, [0]]]), 'latest')).rejects.toMatchObject({ code: 'UNKNOWN_TOPIC' });
     expect(await session.listOffsetsOf(new Map([[a, [1]], [gone, [0]]]), 'latest', IsolationLevel.READ_UNCOMMITTED, true)).toEqual(new Map([[a, new Map([[1, 2n]])]]));
     expect(await session.refreshLeaders([a, gone, b], true)).toEqual(new Set([gone]));
+    await session.deleteRecordsOf(new Map([[a, new Map([[1, 1n]])], [b, new Map([[0, 1n]])]]));
+    expect(await session.listOffsetsOf(new Map([[a, [0, 1]], [b, [0]]]), 'earliest')).toEqual(new Map([[a, new Map([[0, 0n], [1, 1n]])], [b, new Map([[0, 1n]])]]));
   });
 });
 
