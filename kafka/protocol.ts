@@ -558,14 +558,14 @@ export interface TransactionalProducer {
  */
 export class RawCluster {
   private readonly cluster: InternalCluster;
-  /** The connection being made or made: callers that ask at once (a resync reads 16 topics
-   *  concurrently) share it, rather than each reading the cluster's full metadata. */
+  /** The connection being made or made: callers that ask at once (a copier's first requests go
+   *  out together) share it, rather than each reading the cluster's full metadata. */
   private connecting: Promise<void> | undefined;
   /**
-   * The leader of every partition per topic (-1: none known), read with a Metadata request for that
-   * topic alone. (kafkajs' cluster keeps one snapshot of all its "target topics", and once one of
-   * them is deleted every refresh fails with UNKNOWN_TOPIC_OR_PARTITION — a long-lived session
-   * would then be unable to look up any topic.) Only leaders are kept: a copier of 500 partitions of
+   * The leader of every partition per topic (-1: none known), read with Metadata requests naming
+   * the topics wanted (partitions, refreshLeaders). (kafkajs' cluster keeps one snapshot of all its
+   * "target topics", and once one of them is deleted every refresh fails with
+   * UNKNOWN_TOPIC_OR_PARTITION — a long-lived session would then be unable to look up any topic.) Only leaders are kept: a copier of 500 partitions of
    * topics of 10,000 would otherwise hold the full metadata (replicas, ISR) of all 10,000, and a
    * worker runs one such cluster pair per copy activity. kafkajs' cluster is used for the broker
    * list only (refreshBrokers).
