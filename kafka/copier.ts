@@ -90,7 +90,7 @@ import { KmirrorError, isKmirrorError } from '../domain/errors.ts';
 import { kafkaFailure } from './errors.ts';
 import type { ByteBudget } from './budget.ts';
 import type { PartitionLease } from './lease.ts';
-import { AbortedTransactions, FetchSession, IsolationLevel, KafkaAnswerError, partitionKey, type FetchedPartition, type PartitionsByTopic, type ProducedPartition, type RawCluster } from './protocol.ts';
+import { AbortedTransactions, FetchSession, IsolationLevel, KafkaAnswerError, partitionKey, partitionsByTopic, setByTopic, type FetchedPartition, type PartitionsByTopic, type ProducedPartition, type RawCluster } from './protocol.ts';
 import { GapFiller } from './gap-filler.ts';
 import { invisibleChecksum, recordChecksum } from './verify.ts';
 import { crcValid, decodeRecords, encodeBatch, isContiguous, isMergeable, mergedBatch, nextSequence, restampBatch, type DecodedRecord, type InPlaceBatch, type RawBatch, type RecordToEncode } from './wire.ts';
@@ -685,13 +685,12 @@ class Copier {
     if (active.length === 0) return;
     this.stats.resyncedPartitions += active.length;
     const { source, destination } = this.req;
-    const byTopic = groupBy(active, (s) => s.topic);
-    const partitions: PartitionsByTopic = new Map([...byTopic].map(([topic, states]) => [topic, states.map((s) => s.partition)]));
+    const partitions = partitionsByTopic(active);
     // One request per leader for all the topics (thousands of partitions in a few requests).
     const [destStart, srcStart, srcEnd, srcHighWatermark] = await pRetry(
       async () => {
         // Leaders may have moved (that is often why we resync): re-read them.
-        await Promise.all([source.refreshLeaders(byTopic.keys()), destination.refreshLeaders(byTopic.keys())]);
+        await Promise.all([source.refreshLeaders(partitions.keys()), destination.refreshLeaders(partitions.keys())]);
         return Promise.all([
           destination.listOffsetsOf(partitions, 'earliest'),
           source.listOffsetsOf(partitions, 'earliest'),
@@ -709,7 +708,7 @@ class Copier {
     // A gap fill left open (by a predecessor, or an attempt of ours that failed) is aborted first:
     // its marker lands inside its gap, and only then is the destination's end the checkpoint.
     this.filler.reset();
-    const open = await openTransactions(destination, byTopic);
+    const open = await openTransactions(destination, partitions);
     if (open.length > 0) {
       await this.filler.abortOpen(open);
       this.stats.openFillsAborted += open.length;
@@ -717,9 +716,9 @@ class Copier {
     // (A fill with no filler written yet — only its marker to come — leaves nothing open to see
     // here; its marker lands at the end E, inside the gap at E. The gap filler aborts it before it
     // fills that gap, and resyncs: GapFiller.fill.)
-    const destEnd = await stableEnds(destination, byTopic);
+    const destEnd = await stableEnds(destination, partitions);
     // Still open after that: a transaction kmirror did not start.
-    const stillOpen = open.length === 0 ? [] : await openTransactions(destination, groupBy(open, (o) => o.topic));
+    const stillOpen = open.length === 0 ? [] : await openTransactions(destination, partitionsByTopic(open));
     for (const { topic, partition, lastStable } of stillOpen) {
       this.fail(
         active.find((s) => s.key === partitionKey(topic, partition))!,
@@ -1010,7 +1009,7 @@ class Copier {
     for (;;) {
       const behind: [string, PartitionState[]][] = [];
       let first: { state: PartitionState; highWatermark: bigint; logEnd: bigint } | undefined;
-      const ends = await this.req.destination.logEnds(new Map(pending.map(([topic, ps]) => [topic, ps.map((s) => s.partition)])));
+      const ends = await this.req.destination.logEnds(partitionsByTopic(pending.flatMap(([, ps]) => ps)));
       for (const [topic, ps] of pending) {
         const held = ps.filter((s) => {
           const e = ends.get(topic)!.get(s.partition)!;
@@ -1489,7 +1488,7 @@ export async function recordsAt(cluster: RawCluster, wanted: readonly { topic: s
     return 'retry';
   };
   const offsetAt = new Map(wanted.map((w) => [partitionKey(w.topic, w.partition), w.offset]));
-  const leaders = await cluster.byLeader(new Map([...groupBy(wanted, (w) => w.topic)].map(([topic, ws]) => [topic, ws.map((w) => w.partition)])));
+  const leaders = await cluster.byLeader(partitionsByTopic(wanted));
   const byLeader = new Map(
     [...leaders].map(([leader, byTopic]) => [leader, [...byTopic].flatMap(([topic, ps]) => ps.map((partition) => ({ topic, partition, offset: offsetAt.get(partitionKey(topic, partition))! })))]),
   );
@@ -1504,11 +1503,10 @@ export async function recordsAt(cluster: RawCluster, wanted: readonly { topic: s
     });
   await Promise.all(
     [...byLeader].map(async ([leader, ws]) => {
-      const offsetOf = new Map(ws.map((w) => [partitionKey(w.topic, w.partition), w.offset]));
       const retry: typeof wanted[number][] = [];
       for (const p of await fetchAt(leader, ws, 256 * 1024)) {
         const key = partitionKey(p.topic, p.partition);
-        const offset = offsetOf.get(key);
+        const offset = offsetAt.get(key);
         if (offset === undefined) continue;
         const found = pick(p, offset);
         if (found === 'retry') retry.push({ topic: p.topic, partition: p.partition, offset });
@@ -1525,9 +1523,7 @@ export async function recordsAt(cluster: RawCluster, wanted: readonly { topic: s
 }
 
 /** Partitions with a transaction open on `cluster` (last stable offset below the high watermark). */
-/** Partitions of `byTopic` where a transaction is open: the LSO is below the high watermark. */
-export async function openTransactions(cluster: RawCluster, byTopic: ReadonlyMap<string, readonly { readonly partition: number }[]>): Promise<{ topic: string; partition: number; lastStable: bigint }[]> {
-  const partitions: PartitionsByTopic = new Map([...byTopic].map(([topic, states]) => [topic, states.map((s) => s.partition)]));
+export async function openTransactions(cluster: RawCluster, partitions: PartitionsByTopic): Promise<{ topic: string; partition: number; lastStable: bigint }[]> {
   const [stable, high] = await Promise.all([cluster.listOffsetsOf(partitions, 'latest', IsolationLevel.READ_COMMITTED), cluster.listOffsetsOf(partitions, 'latest')]);
   const out: { topic: string; partition: number; lastStable: bigint }[] = [];
   for (const [topic, ps] of partitions) {
@@ -1540,8 +1536,7 @@ export async function openTransactions(cluster: RawCluster, byTopic: ReadonlyMap
 }
 
 /** Destination ends once they have stopped moving (an acknowledged-late write settles first). */
-async function stableEnds(cluster: RawCluster, byTopic: ReadonlyMap<string, readonly PartitionState[]>): Promise<Map<string, bigint>> {
-  const partitions: PartitionsByTopic = new Map([...byTopic].map(([topic, states]) => [topic, states.map((s) => s.partition)]));
+async function stableEnds(cluster: RawCluster, partitions: PartitionsByTopic): Promise<Map<string, bigint>> {
   const read = async (): Promise<Map<string, bigint>> => {
     const out = new Map<string, bigint>();
     for (const [topic, ends] of await cluster.listOffsetsOf(partitions, 'latest')) for (const [p, end] of ends) out.set(partitionKey(topic, p), end);
@@ -1560,11 +1555,7 @@ async function stableEnds(cluster: RawCluster, byTopic: ReadonlyMap<string, read
 /** Offsets of partitions, by topic, then partition. */
 function offsetsByTopic(at: readonly { state: PartitionState; offset: bigint }[]): Map<string, Map<number, bigint>> {
   const out = new Map<string, Map<number, bigint>>();
-  for (const { state, offset } of at) {
-    let offsets = out.get(state.topic);
-    if (offsets === undefined) out.set(state.topic, (offsets = new Map()));
-    offsets.set(state.partition, offset);
-  }
+  for (const { state, offset } of at) setByTopic(out, state.topic, state.partition, offset);
   return out;
 }
 

@@ -146,8 +146,8 @@ export async function planFailback(
  *  is open, as `topic-partition (LSO x)`. */
 export async function openTransactionsIn(cluster: RawCluster, topics: readonly string[]): Promise<string[]> {
   const counts = await Promise.all(topics.map(async (topic) => [topic, await partitionCount(cluster, topic)] as const));
-  const byTopic = new Map(counts.filter(([, n]) => n > 0).map(([topic, n]) => [topic, Array.from({ length: n }, (_, partition) => ({ partition }))]));
-  return (await openTransactions(cluster, byTopic)).map((o) => `${o.topic}-${o.partition} (LSO ${o.lastStable})`);
+  const partitions = new Map(counts.filter(([, n]) => n > 0).map(([topic, n]) => [topic, Array.from({ length: n }, (_, partition) => partition)]));
+  return (await openTransactions(cluster, partitions)).map((o) => `${o.topic}-${o.partition} (LSO ${o.lastStable})`);
 }
 
 /** A topic's partition count on a cluster, 0 when the cluster lacks it. */

@@ -103,6 +103,24 @@ export function body(whole: Buffer): Pick<KafkajsEncoder, 'buf' | 'offset' | typ
 /** Partitions of several topics: topic → partition numbers. */
 export type PartitionsByTopic = ReadonlyMap<string, readonly number[]>;
 
+/** The partitions named, by topic (in first-appearance order). */
+export function partitionsByTopic(items: Iterable<{ readonly topic: string; readonly partition: number }>): Map<string, number[]> {
+  const out = new Map<string, number[]>();
+  for (const { topic, partition } of items) {
+    const list = out.get(topic);
+    if (list === undefined) out.set(topic, [partition]);
+    else list.push(partition);
+  }
+  return out;
+}
+
+/** Set a partition's value in a map by topic, then partition (the shape per-partition answers take). */
+export function setByTopic<V>(out: Map<string, Map<number, V>>, topic: string, partition: number, value: V): void {
+  const inner = out.get(topic);
+  if (inner === undefined) out.set(topic, new Map([[partition, value]]));
+  else inner.set(partition, value);
+}
+
 /** Topics per Metadata request in RawCluster.refreshLeaders (a response of 1,000 topics of 10
  *  partitions is ~200 KiB). */
 const METADATA_TOPICS_PER_REQUEST = 1_000;
@@ -988,9 +1006,7 @@ export class RawCluster {
           for (const p of response.partitions) {
             const error = kafkaError(p.errorCode);
             if (error) throw new KafkaAnswerError(`list offsets ${response.topic}-${p.partition}: ${error.type}`, error);
-            let answers = out.get(response.topic);
-            if (answers === undefined) out.set(response.topic, (answers = new Map()));
-            answers.set(p.partition, BigInt(p.offset));
+            setByTopic(out, response.topic, p.partition, BigInt(p.offset));
           }
         }
       },
@@ -1010,11 +1026,6 @@ export class RawCluster {
    */
   async logEnds(partitions: PartitionsByTopic): Promise<Map<string, Map<number, { readonly highWatermark: bigint; readonly logEnd: bigint }>>> {
     const out = new Map<string, Map<number, { highWatermark: bigint; logEnd: bigint }>>();
-    const set = (topic: string, p: number, ends: { highWatermark: bigint; logEnd: bigint }) => {
-      let answers = out.get(topic);
-      if (answers === undefined) out.set(topic, (answers = new Map()));
-      answers.set(p, ends);
-    };
     const answer = (topic: string, p: number, code: number, what: string) => {
       const error = kafkaError(code);
       if (error) throw new KafkaAnswerError(`${what} ${topic}-${p}: ${error.type}`, error);
@@ -1035,7 +1046,7 @@ export class RawCluster {
       // A leader that answers no epoch (none known: older message formats) has no end to ask for
       // beyond its high watermark.
       const epochs = byTopic(heads.filter((h) => h.leaderEpoch >= 0));
-      for (const h of heads) if (h.leaderEpoch < 0) set(h.topic, h.partition, { highWatermark: h.offset, logEnd: h.offset });
+      for (const h of heads) if (h.leaderEpoch < 0) setByTopic(out, h.topic, h.partition, { highWatermark: h.offset, logEnd: h.offset });
       if (epochs.size === 0) return;
       const ask = new Writer().int32(-1).int32(epochs.size);
       for (const [topic, hs] of epochs) {
@@ -1054,7 +1065,7 @@ export class RawCluster {
         const highWatermark = highWatermarks.get(partitionKey(e.topic, e.partition))!;
         // The leader no longer knows that epoch (leadership moved between the two requests).
         if (e.endOffset < 0n) throw new KafkaAnswerError(`offset for leader epoch ${e.topic}-${e.partition}: the leader's epoch changed`, kafkaError(74)!);
-        set(e.topic, e.partition, { highWatermark, logEnd: e.endOffset > highWatermark ? e.endOffset : highWatermark });
+        setByTopic(out, e.topic, e.partition, { highWatermark, logEnd: e.endOffset > highWatermark ? e.endOffset : highWatermark });
       }
     });
     return out;
