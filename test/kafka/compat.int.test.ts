@@ -235,14 +235,19 @@ describe('fetching without a consumer group', () => {
   it('an out-of-range fetch offset is reported per partition, not thrown', async () => {
     const topic = await createTopic(sourceAdmin);
     const session = raw(source);
-    const [p] = await session.fetch({
-      leader: await session.leaderOf(topic, 0),
-      partitions: [{ topic, partition: 0, fetchOffset: 42n, maxBytes: 1024 }],
-      maxWaitMs: 10,
-      maxBytes: 1024,
-      isolationLevel: IsolationLevel.READ_COMMITTED,
-    });
-    expect(p!.error?.type).toBe('OFFSET_OUT_OF_RANGE');
+    // A partition created a moment ago may still answer NOT_LEADER_FOR_PARTITION (its broker has
+    // published the leader before loading the replica): ask again until the answer settles.
+    const answer = async () => {
+      const [p] = await session.fetch({
+        leader: await session.leaderOf(topic, 0),
+        partitions: [{ topic, partition: 0, fetchOffset: 42n, maxBytes: 1024 }],
+        maxWaitMs: 10,
+        maxBytes: 1024,
+        isolationLevel: IsolationLevel.READ_COMMITTED,
+      });
+      return p!.error?.type;
+    };
+    await expect.poll(answer, { timeout: 10_000, interval: 100 }).toBe('OFFSET_OUT_OF_RANGE');
   });
 });
 
