@@ -7,7 +7,8 @@
 // topics (default) or by their names — and the clock stops when startTopics returns with every
 // partition MIRRORING: start_seconds covers the checks, the destination topics' creation and ACLs,
 // the recorded start, the alignment of every partition, the ISR wait and CompleteTruncation. The
-// copies then run for --observe-seconds.
+// clock starts once the brokers are idle (settleStack: no deleted topic's directory left, under
+// 0.1 core). The copies then run for --observe-seconds.
 //
 // The worker's resident memory (VmRSS of /proc/<pid>/status, every 100 ms) is reported as its
 // baseline (before the start), its peak during the start and its peak while the copies run. The
@@ -31,7 +32,7 @@ import { createBatches } from '../kafka/mirror-topics.ts';
 import { KAFKA_VERSION } from '../scripts/stack/topology.ts';
 import { runnerWorkflowId, type OperationProgress } from '../workflows/messages.ts';
 import { deleteDenyAcls, mib, noteProfile, profileHistory, RssSampler, startControlPlane, type BenchControlPlane } from './support/control-plane.ts';
-import { note, openClusters, range, result, round1, round2, stackUp } from './support/mirroring.ts';
+import { note, openClusters, range, result, round1, round2, settleStack, stackUp } from './support/mirroring.ts';
 
 const { values } = benchArgs(import.meta.url, {
   options: {
@@ -121,6 +122,11 @@ try {
   await sleep(3_000);
   const baseline = rss.median(performance.now() - 2_000);
 
+  // The brokers idle first: still writing the source topics' partitions, or deleting a previous
+  // run's 20,000 (Kafka removes a deleted topic's directories a minute later), they share the
+  // one disk with the destination's creation of its topics and stretch it two-fold.
+  const settled = await settleStack();
+  note(`stack ${settled.settled ? 'settled' : 'did NOT settle'} after ${round1(settled.waitedMs / 1000)} s (deleted topics' directories gone, brokers under 0.1 core)`);
   const selection = select === 'pattern' ? { include: [`${run.replaceAll('.', '\\.')}-.*`] } : { topics };
   note(`start: mirror ${mirror}, ${select === 'pattern' ? `include ${selection.include![0]}` : `${topics.length} topic names`}; load average ${loads()}`);
   const t0 = performance.now();
