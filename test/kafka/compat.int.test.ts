@@ -273,6 +273,9 @@ describe('raw produce of a restamped batch', () => {
       isolationLevel: IsolationLevel.READ_COMMITTED,
     });
     const stamp = await dst.initProducerId();
+    // The destination partition was created a moment ago: ListOffsets waits (it retries
+    // NOT_LEADER) until its broker serves it, so the raw produce below is not answered NOT_LEADER.
+    expect(await dst.listOffsets(dstTopic, [0], 'latest')).toEqual(new Map([[0, 0n]]));
     const produced = await dst.produce({
       leader: await dst.leaderOf(dstTopic, 0),
       partitions: [{ topic: dstTopic, partition: 0, batch: restampBatch(fetched!.batches[0]!, { ...stamp, baseSequence: 0 }) }],
