@@ -989,10 +989,14 @@ export class RawCluster {
 
   /**
    * ListOffsets at the leaders, one request per leader for all the topics. which: 'earliest' = log
-   * start; 'latest' = high watermark (read_uncommitted) or last stable offset (read_committed).
+   * start; 'latest' = high watermark (read_uncommitted) or last stable offset (read_committed); a
+   * timestamp (ms) = the broker's offsetsForTimes answer, the first record of any kind (control
+   * batches included) whose timestamp is at or after it, -1 when none is.
    * Answers per topic, then partition; with `skipUnknown` a topic the cluster lacks has none.
    */
-  async listOffsetsOf(partitions: PartitionsByTopic, which: 'earliest' | 'latest', isolationLevel: number = IsolationLevel.READ_UNCOMMITTED, skipUnknown = false): Promise<Map<string, Map<number, bigint>>> {
+  async listOffsetsOf(partitions: PartitionsByTopic, which: 'earliest' | 'latest' | bigint, isolationLevel: number = IsolationLevel.READ_UNCOMMITTED, skipUnknown = false): Promise<Map<string, Map<number, bigint>>> {
+    if (typeof which === 'bigint' && (which < 0n || which > BigInt(Number.MAX_SAFE_INTEGER))) throw new KmirrorError('INVALID_ARGUMENT', `a timestamp to look up must be between 0 and 2^53 ms, got ${which}`);
+    const timestamp = which === 'earliest' ? -2 : which === 'latest' ? -1 : Number(which);
     const out = new Map<string, Map<number, bigint>>();
     await this.atLeaders(
       partitions,
@@ -1000,7 +1004,7 @@ export class RawCluster {
         const result = await broker.listOffsets({
           replicaId: -1,
           isolationLevel,
-          topics: [...byTopic].map(([topic, ps]) => ({ topic, partitions: ps.map((partition) => ({ partition, timestamp: which === 'earliest' ? -2 : -1 })) })),
+          topics: [...byTopic].map(([topic, ps]) => ({ topic, partitions: ps.map((partition) => ({ partition, timestamp })) })),
         });
         for (const response of result.responses) {
           for (const p of response.partitions) {

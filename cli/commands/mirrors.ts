@@ -1,5 +1,6 @@
-// Read commands: `list`, `describe` (the projection plus live offsets from both clusters) and
-// `history` (the mirror's events, and the hash chain's check).
+// Read commands: `list`, `describe` (the projection plus live offsets from both clusters),
+// `history` (the mirror's events, and the hash chain's check), `verify`, `groups` and
+// `offsets-for-time` (where a consumer seeking by time should start on the destination).
 import { Command, InvalidArgumentError } from 'commander';
 import type { RecordsLostPolicy } from '../../domain/commands.ts';
 import { readStream } from '../../db/event-store/read-stream.ts';
@@ -11,6 +12,7 @@ import { partitionKey } from '../../kafka/copier.ts';
 import { endOffsets } from '../../kafka/offsets.ts';
 import { deletesByRetention } from '../../kafka/mirror-topics.ts';
 import { planGroupOffsets } from '../../kafka/group-offsets.ts';
+import { offsetsForTime } from '../../kafka/time-lookup.ts';
 import { verifyPartition, type PartitionVerification } from '../../kafka/verify.ts';
 import { errorBody } from '../../errors-output.ts';
 import type { CliContext } from '../context.ts';
@@ -149,6 +151,18 @@ const positiveInt = (value: string): number => {
   const n = Number(value);
   if (!Number.isSafeInteger(n) || n <= 0) throw new InvalidArgumentError('must be a positive integer');
   return n;
+};
+
+/** --time: an ISO-8601 date-time with a zone, or milliseconds since the epoch. */
+export const timeArgument = (value: string): bigint => {
+  if (/^\d+$/.test(value)) {
+    const ms = BigInt(value);
+    if (ms > BigInt(Number.MAX_SAFE_INTEGER)) throw new InvalidArgumentError('milliseconds since the epoch out of range');
+    return ms;
+  }
+  const iso = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,3})?)?(Z|[+-]\d{2}:\d{2})$/.test(value) ? Date.parse(value) : NaN;
+  if (Number.isNaN(iso) || iso < 0) throw new InvalidArgumentError('must be an ISO-8601 date-time with a zone (2026-12-07T10:00:00Z) or milliseconds since the epoch');
+  return BigInt(iso);
 };
 
 export function mirrorCommands(ctx: CliContext): Command[] {
@@ -339,5 +353,68 @@ export function mirrorCommands(ctx: CliContext): Command[] {
       );
     });
 
-  return [list, describe, history, verify, groups];
+  const offsetsForTimeCommand = new Command('offsets-for-time')
+    .description(
+      "where a consumer seeking by time should start on the destination: per partition, the first record a read_committed consumer sees with a timestamp at or after --time, read on the destination alone (works with the source gone), beside the destination broker's own offsetsForTimes answer — which can be earlier on transactional or compacted topics, because each filled gap's ABORT marker carries the destination's clock at fill time — and the source's when it answers",
+    )
+    .argument('<mirror>', 'mirror name')
+    .requiredOption('--time <time>', 'an ISO-8601 date-time with a zone (2026-12-07T10:00:00Z) or milliseconds since the epoch', timeArgument)
+    .option('--topic <name>', 'only this topic (repeatable)', (v: string, prev: string[] = []) => [...prev, v])
+    .option('--csv', 'print topic,partition,offset lines, as kafka-consumer-groups --reset-offsets --from-file reads them')
+    .addHelpText(
+      'after',
+      '\nA partition with no such record answers its end (as Kafka\'s own reset does).\n\nExamples:\n  kmirror offsets-for-time dr-east --time 2026-12-07T10:00:00Z\n  kmirror offsets-for-time dr-east --time 1796637600000 --topic orders --csv > reset.csv\n  kafka-consumer-groups.sh --bootstrap-server B --group G --reset-offsets --from-file reset.csv --execute',
+    )
+    .action(async (mirror: string, options: { time: bigint; topic?: string[]; csv?: boolean }) => {
+      await ctx.authorizeRead('offsets-for-time', mirror);
+      const d = await describeMirror(await ctx.db(), mirror);
+      for (const name of options.topic ?? []) {
+        if (!d.topics.some((t) => t.topic === name)) throw new KmirrorError('TOPIC_NOT_IN_CLUSTER_MIRROR', `topic ${name} is not in mirror ${mirror}`, { mirror, topic: name });
+      }
+      const topics = d.topics.filter((t) => options.topic === undefined || options.topic.includes(t.topic));
+      await ctx.authorizeRead('offsets-for-time', mirror, topics.map((t) => t.topic));
+      const partitions = new Map(topics.map((t) => [t.topic, Array.from({ length: t.partitionCount }, (_, p) => p)]));
+      const total = topics.reduce((n, t) => n + t.partitionCount, 0);
+      const clusters = await ctx.clusters();
+      const destination = await clusters.get(d.destinationCluster);
+      // The source's answer, for comparison, when it answers (after a disaster it may not).
+      const sourceAnswers = clusters
+        .get(d.sourceCluster)
+        .then((source) => source.raw.listOffsetsOf(partitions, options.time))
+        .catch((err: unknown) => err as Error);
+      let done = 0;
+      const tty = process.stderr.isTTY === true && !ctx.json && options.csv !== true;
+      const lookups = await offsetsForTime(destination.raw, partitions, options.time, () => {
+        done++;
+        if (tty) ctx.output.stderr(`\roffsets-for-time: ${done}/${total} partitions read`);
+      });
+      if (tty) ctx.output.stderr('\n');
+      const onSource = await sourceAnswers;
+      const sourceAnswer = (topic: string, partition: number): string | null => {
+        if (onSource instanceof Error) return null;
+        const o = onSource.get(topic)?.get(partition);
+        return o === undefined || o < 0n ? null : o.toString();
+      };
+      const shown = lookups.map((l) => ({
+        topic: l.topic,
+        partition: l.partition,
+        offset: l.offset?.toString() ?? null,
+        seekTo: (l.offset ?? l.end).toString(),
+        destinationBrokerAnswer: l.broker?.toString() ?? null,
+        sourceAnswer: sourceAnswer(l.topic, l.partition),
+      }));
+      const time = new Date(Number(options.time)).toISOString();
+      const sourceReach = onSource instanceof Error ? { reachable: false, error: errorBody(onSource) } : { reachable: true };
+      if (ctx.json) return ctx.printJson({ mirror, time, timestamp: options.time.toString(), source: { cluster: d.sourceCluster, ...sourceReach }, partitions: shown });
+      if (options.csv === true) return ctx.print(shown.map((p) => `${p.topic},${p.partition},${p.seekTo}`).join('\n'));
+      ctx.print(
+        table(
+          ['TOPIC', 'PARTITION', 'SEEK TO', 'DEST BROKER ANSWER', 'SOURCE ANSWER'],
+          shown.map((p) => [p.topic, String(p.partition), p.offset ?? `${p.seekTo} (end: no record at or after ${time})`, p.destinationBrokerAnswer ?? 'none', p.sourceAnswer ?? (onSource instanceof Error ? '?' : 'none')]),
+        ),
+      );
+      if (onSource instanceof Error) ctx.note(`source cluster ${d.sourceCluster} did not answer (${errorBody(onSource).code}): its answers are shown as ?`);
+    });
+
+  return [list, describe, history, verify, groups, offsetsForTimeCommand];
 }

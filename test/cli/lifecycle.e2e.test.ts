@@ -409,6 +409,37 @@ describe('kmirror lifecycle', () => {
     expect(unknown.stderr).toMatch(/TOPIC_NOT_IN_CLUSTER_MIRROR/);
   });
 
+  it('offsets-for-time: where a consumer seeking by time starts, as the source answers on a topic without gaps; the end past the last record; CSV for kafka-consumer-groups', async () => {
+    interface OffsetsJson {
+      readonly source: { readonly reachable: boolean };
+      readonly partitions: { readonly partition: number; readonly offset: string | null; readonly seekTo: string; readonly destinationBrokerAnswer: string | null; readonly sourceAnswer: string | null }[];
+    }
+    // The time of partition 0's record at offset 5, read on the source.
+    let at: bigint | undefined;
+    for await (const r of readCommitted(t.source, topic, 0, 5n, 6n)) at = r.timestamp;
+    const json = await kmirrorJson<OffsetsJson>('offsets-for-time', mirror, '--time', at!.toString(), '--topic', topic);
+    expect(json.source.reachable).toBe(true);
+    const sorted = [...json.partitions].sort((a, b) => a.partition - b.partition);
+    expect(sorted[0]).toMatchObject({ offset: '5', seekTo: '5', destinationBrokerAnswer: '5', sourceAnswer: '5' });
+    // A plain topic has no filled gap: all three answers agree on every partition.
+    for (const p of sorted) expect([p.offset, p.destinationBrokerAnswer], `partition ${p.partition}`).toEqual([p.sourceAnswer, p.sourceAnswer]);
+    const iso = new Date(Number(at!)).toISOString();
+    const csv = await kmirror('offsets-for-time', mirror, '--time', iso, '--topic', topic, '--csv');
+    expect(csv.code, ended(csv)).toBe(0);
+    expect(csv.stdout.trim().split('\n')).toEqual(sorted.map((p) => `${topic},${p.partition},${p.seekTo}`));
+    // Past every record: no answer anywhere, and a consumer would start at the end.
+    const later = await kmirrorJson<OffsetsJson>('offsets-for-time', mirror, '--time', String(Date.now() + 86_400_000), '--topic', topic);
+    const ends = await t.dest.listOffsets(topic, allPartitions(PARTITIONS), 'latest');
+    expect([...later.partitions].sort((a, b) => a.partition - b.partition)).toEqual(
+      allPartitions(PARTITIONS).map((p) => ({ topic, partition: p, offset: null, seekTo: ends.get(p)!.toString(), destinationBrokerAnswer: null, sourceAnswer: null })),
+    );
+    const text = await kmirror('offsets-for-time', mirror, '--time', iso, '--topic', topic);
+    expect(text.stdout).toMatch(/^TOPIC +PARTITION +SEEK TO +DEST BROKER ANSWER +SOURCE ANSWER$/m);
+    const unknown = await kmirror('offsets-for-time', mirror, '--time', iso, '--topic', 'no-such-topic');
+    expect(unknown.code).toBe(1);
+    expect(unknown.stderr).toMatch(/TOPIC_NOT_IN_CLUSTER_MIRROR/);
+  });
+
   it('start --no-wait prints the workflow at once', async () => {
     const second = await t.sourceTopic({ partitions: 1 });
     const result = await kmirror('start', mirror, '--topic', second, '--no-wait', '--json');

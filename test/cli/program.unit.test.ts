@@ -4,6 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { buildProgram, runCli } from '../../cli/program.ts';
 import { errorBody, printError } from '../../cli/output.ts';
 import { KmirrorError } from '../../domain/errors.ts';
+import { timeArgument } from '../../cli/commands/mirrors.ts';
 
 async function run(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   let stdout = '';
@@ -80,6 +81,20 @@ describe('usage errors', () => {
     const { code, stderr } = await run('create', 'm', '--source', 'a', '--destination', 'b', '--on-records-lost', 'skip');
     expect(code).toBe(2);
     expect(stderr).toMatch(/^error INVALID_ARGUMENT: .*'skip' is invalid.*continue, fail/);
+  });
+
+  it('offsets-for-time takes an ISO-8601 date-time with a zone or epoch milliseconds, and refuses anything else before reading', async () => {
+    expect(timeArgument('2026-12-07T10:00:00Z')).toBe(BigInt(Date.UTC(2026, 11, 7, 10)));
+    expect(timeArgument('2026-12-07T11:00:00.250+01:00')).toBe(BigInt(Date.UTC(2026, 11, 7, 10) + 250));
+    expect(timeArgument('1796637600000')).toBe(1796637600000n);
+    for (const bad of ['yesterday', '2026-12-07', '2026-12-07T10:00:00', '2026-13-07T10:00:00Z', '-5', '1e12', '99999999999999999999']) {
+      const { code, stderr } = await run('offsets-for-time', 'm', '--time', bad);
+      expect(code, bad).toBe(2);
+      expect(stderr, bad).toMatch(/^error INVALID_ARGUMENT: .*--time/);
+    }
+    const { code, stderr } = await run('offsets-for-time', 'm');
+    expect(code).toBe(2);
+    expect(stderr).toMatch(/^error INVALID_ARGUMENT: .*--time <time>/);
   });
 
   it('retry --accept-records-lost without --reason is refused before anything is started', async () => {

@@ -1,0 +1,60 @@
+// Seeking by time on a mirror's destination (issue #10, item 10). A broker answers offsetsForTimes
+// (ListOffsets by timestamp) with the first record of any kind whose timestamp is at or after the
+// one asked, control batches included. On a destination, each gap the copier filled ends in an
+// ABORT marker that the destination's transaction coordinator stamps with its own clock at fill
+// time — stock Kafka lets no client choose it — so after a catch-up the broker can answer an offset
+// far earlier than the source would (a week of a transactional topic mirrored at once: any time in
+// that week answers near its first gap). This lookup answers what a consumer seeking by time
+// wants: the first record a read_committed consumer sees whose timestamp is at or after the one
+// asked. It starts from the broker's answer, which is never later (every record before it is
+// older), and reads committed records from there (gap fillers carry no timestamp, markers are
+// never visible), so it needs only the destination: it works after a failover with the source gone.
+import { readCommitted } from './verify.ts';
+import { IsolationLevel, type PartitionsByTopic, type RawCluster } from './protocol.ts';
+
+export interface TimeLookup {
+  readonly topic: string;
+  readonly partition: number;
+  /** The first committed record at or after the timestamp; null when none is (a consumer seeking
+   *  there starts at `end`, as Kafka's own reset does). */
+  readonly offset: bigint | null;
+  /** The broker's own offsetsForTimes answer; null when it has none. */
+  readonly broker: bigint | null;
+  /** The partition's last stable offset when read. */
+  readonly end: bigint;
+}
+
+/**
+ * For each partition, the first record a read_committed consumer sees whose timestamp is ≥
+ * `timestamp` (ms since the epoch), found from the broker's own answer onwards. `onPartition` is
+ * called as each partition is done (progress on long reads).
+ */
+export async function offsetsForTime(
+  cluster: RawCluster,
+  partitions: PartitionsByTopic,
+  timestamp: bigint,
+  onPartition?: (done: TimeLookup) => void,
+): Promise<TimeLookup[]> {
+  const [answers, ends] = await Promise.all([cluster.listOffsetsOf(partitions, timestamp), cluster.listOffsetsOf(partitions, 'latest', IsolationLevel.READ_COMMITTED)]);
+  const out: TimeLookup[] = [];
+  for (const [topic, ps] of partitions) {
+    for (const partition of ps) {
+      const answer = answers.get(topic)?.get(partition) ?? -1n;
+      const end = ends.get(topic)!.get(partition)!;
+      const broker = answer < 0n ? null : answer;
+      let offset: bigint | null = null;
+      if (broker !== null && broker < end) {
+        for await (const record of readCommitted(cluster, topic, partition, broker, end)) {
+          if (record.timestamp >= timestamp) {
+            offset = record.offset;
+            break;
+          }
+        }
+      }
+      const done = { topic, partition, offset, broker, end };
+      out.push(done);
+      onPartition?.(done);
+    }
+  }
+  return out;
+}
