@@ -22,7 +22,9 @@ import {
   liftReadOnly,
   resolveTopics,
   sourceTopicSpecs,
+  syncTopicConfigs,
   type CreatedTopic,
+  type TopicConfigChange,
   type ReadOnlyResult,
   type TopicSelection,
 } from '../kafka/mirror-topics.ts';
@@ -400,6 +402,26 @@ export function createKafkaAdminActivities(deps: { readonly db: Db; readonly cli
         grown = specs.filter((s) => s.partitionCount > known.get(s.topic)! && !stopped.has(s.topic)).map((s) => ({ topic: s.topic, partitionCount: s.partitionCount }));
       }
       return { newTopics, grown };
+    },
+
+    /**
+     * Config sync: the mirror topics still mirrored (none of their partitions STOPPING or STOPPED:
+     * a failed-over topic's configs are its own) that exist on the source get its configs
+     * (syncTopicConfigs). Returns what changed, for the runner to record.
+     */
+    async syncTopicConfigs(input: { readonly mirror: string }): Promise<readonly TopicConfigChange[]> {
+      const m = await clients.mirror(input.mirror);
+      const [source, destination] = await Promise.all([clients.get(m.sourceCluster), clients.get(m.destinationCluster)]);
+      const rows = await db
+        .selectFrom('mirror_partitions')
+        .select('topic')
+        .where('mirror', '=', input.mirror)
+        .groupBy('topic')
+        .having(sql<boolean>`bool_and(state not in ('STOPPING', 'STOPPED'))`)
+        .execute();
+      if (rows.length === 0) return [];
+      const existing = new Set(await source.admin.listTopics().catch((err: unknown) => Promise.reject(kafkaFailure(err, 'list source topics'))));
+      return syncTopicConfigs(source.admin, destination.admin, rows.map((r) => r.topic).filter((t) => existing.has(t)).sort());
     },
 
     /** Give a destination mirror topic the source's new partition count (before the mirror records it). */

@@ -62,6 +62,15 @@ export interface GrowTopic {
   readonly partitionCount: number;
 }
 
+/** Record a config sync of a mirror topic (the runner has altered the destination topic's configs). */
+export interface SyncTopicConfigs {
+  readonly type: 'SyncTopicConfigs';
+  readonly mirror: string;
+  readonly topic: string;
+  readonly set: Readonly<Record<string, string>>;
+  readonly removed: readonly string[];
+}
+
 /** Record a failback's decision for a topic (see FailbackTopicPrepared); the topic's partitions
  *  must all be STOPPED (failed over). */
 export interface RecordFailback {
@@ -145,6 +154,7 @@ export type MirrorCommand =
   | CreateMirror
   | StartTopics
   | GrowTopic
+  | SyncTopicConfigs
   | OverrideIsrWait
   | SetGroupFilter
   | RecordFailback

@@ -59,6 +59,9 @@ export type MirrorGroupFilterChanged = Event<'MirrorGroupFilterChanged', { reado
 export type IsrWaitOverridden = Event<'IsrWaitOverridden', { readonly topics: readonly string[] }>;
 /** The source topic grew: partitions [previous count, partitionCount) join, in LOG_TRUNCATION. */
 export type MirrorTopicGrown = Event<'MirrorTopicGrown', { readonly topic: string; readonly partitionCount: number }>;
+/** The runner brought the destination topic's configs in step with the source topic's (config
+ *  sync): `set` the values it wrote, `removed` the configs it dropped (no longer set on the source). */
+export type MirrorTopicConfigsSynced = Event<'MirrorTopicConfigsSynced', { readonly topic: string; readonly set: Readonly<Record<string, string>>; readonly removed: readonly string[] }>;
 /** STOPPED or FAILED → LOG_TRUNCATION: the topic is started again (re-mirror, failback). */
 export type PartitionTruncationStarted = Event<'PartitionTruncationStarted', PartitionRef>;
 /** LOG_TRUNCATION → MIRRORING: aligned and the ISR converged. */
@@ -107,6 +110,7 @@ export type MirrorEvent =
   | MirrorTopicFilterChanged
   | MirrorTopicAdded
   | MirrorTopicGrown
+  | MirrorTopicConfigsSynced
   | IsrWaitOverridden
   | MirrorGroupFilterChanged
   | FailbackTopicPrepared

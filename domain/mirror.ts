@@ -50,6 +50,7 @@ export function topicsNeeded(command: MirrorCommand): readonly string[] | 'all' 
     case 'StartTopics':
       return command.topics.map((t) => t.topic);
     case 'GrowTopic':
+    case 'SyncTopicConfigs':
       return [command.topic];
     case 'OverrideIsrWait':
       return [...new Set(command.topics)];
@@ -134,6 +135,14 @@ export function decide(command: MirrorCommand, state: Mirror): MirrorEvent[] {
         }
       }
       return [{ type: 'MirrorGroupFilterChanged', data: { include: [...command.include], exclude: [...command.exclude] } }];
+    }
+    case 'SyncTopicConfigs': {
+      requireMirror(state);
+      topicOf(state, command.topic);
+      if (Object.keys(command.set).length === 0 && command.removed.length === 0) {
+        throw new KmirrorError('INVALID_ARGUMENT', `config sync of ${command.topic} in mirror ${state.name}: nothing was set or removed`, { mirror: state.name, topic: command.topic });
+      }
+      return [{ type: 'MirrorTopicConfigsSynced', data: { topic: command.topic, set: { ...command.set }, removed: [...command.removed] } }];
     }
     case 'OverrideIsrWait': {
       requireMirror(state);
@@ -385,6 +394,7 @@ type PartitionCommand = Exclude<
       | 'CreateMirror'
       | 'StartTopics'
       | 'GrowTopic'
+      | 'SyncTopicConfigs'
       | 'OverrideIsrWait'
       | 'SetGroupFilter'
       | 'RecordFailback'
@@ -490,6 +500,7 @@ const verbs: Record<MirrorCommand['type'], string> = {
   CreateMirror: 'create',
   StartTopics: 'start topics',
   GrowTopic: 'grow a topic',
+  SyncTopicConfigs: 'sync topic configs',
   OverrideIsrWait: 'override the ISR wait',
   SetGroupFilter: 'set the consumer-group filter',
   RecordFailback: 'record a failback',
@@ -579,6 +590,7 @@ export function fold(state: Mirror, events: Iterable<MirrorEvent>): Mirror {
       case 'IsrWaitOverridden':
       case 'PartitionRecordsLost':
       case 'RecordsLossAccepted':
+      case 'MirrorTopicConfigsSynced':
         // A record of a decision or a fact: no state changes (the waiting activity and describe read it).
         if (current.state === null || current.state === 'deleted') throw historyInvalid(current, event, 'mirror is not created');
         break;

@@ -112,17 +112,7 @@ export async function sourceTopicSpecs(sourceAdmin: Admin, topics: readonly stri
       sourceAdmin.fetchTopicMetadata({ topics: [...topics] }),
       sourceAdmin.describeConfigs({ resources: topics.map((name) => ({ type: ConfigResourceTypes.TOPIC, name })), includeSynonyms: false }),
     ]);
-    const configsOf = new Map(
-      configs.resources.map((r) => [
-        r.resourceName,
-        Object.fromEntries(
-          r.configEntries
-            // configSource 1 = TOPIC_CONFIG: set on this topic (not a broker or built-in default).
-            .filter((e) => e.configSource === 1 && !e.isSensitive && !CONFIG_EXCLUDE.includes(e.configName))
-            .map((e) => [e.configName, e.configValue]),
-        ),
-      ]),
-    );
+    const configsOf = new Map(configs.resources.map((r) => [r.resourceName, mirroredConfigs(topicConfigs(r.configEntries))]));
     return topics.map((topic) => {
       const partitions = metadata.find((m) => m.name === topic)?.partitions ?? [];
       if (partitions.length === 0) throw new KmirrorError('UNKNOWN_TOPIC', `topic ${topic} does not exist on the source cluster`, { topic });
@@ -131,6 +121,83 @@ export async function sourceTopicSpecs(sourceAdmin: Admin, topics: readonly stri
   } catch (err) {
     throw kafkaFailure(err, 'describe source topics');
   }
+}
+
+/** DescribeConfigs source 1, DYNAMIC_TOPIC_CONFIG: set on the topic itself (not a broker or
+ *  built-in default). */
+const TOPIC_CONFIG = 1;
+
+/** The configs set on a topic itself, sensitive ones left out (their values are never read). */
+function topicConfigs(entries: readonly { configName: string; configValue: string; configSource?: number; isSensitive: boolean }[]): Record<string, string> {
+  return Object.fromEntries(entries.filter((e) => e.configSource === TOPIC_CONFIG && !e.isSensitive).map((e) => [e.configName, e.configValue]));
+}
+
+/** What a mirror topic takes from its source topic's own configs: all but CONFIG_EXCLUDE. */
+function mirroredConfigs(own: Readonly<Record<string, string>>): Record<string, string> {
+  return Object.fromEntries(Object.entries(own).filter(([name]) => !CONFIG_EXCLUDE.includes(name)));
+}
+
+/** A mirror topic's configs brought in step with its source's: set (new or changed values) and
+ *  removed (set on the destination, no longer on the source). */
+export interface TopicConfigChange {
+  readonly topic: string;
+  readonly set: Readonly<Record<string, string>>;
+  readonly removed: readonly string[];
+}
+
+/**
+ * The configs a mirror topic should have: the source topic's own (minus CONFIG_EXCLUDE), kmirror's
+ * MIRROR_TOPIC_CONFIGS, and the destination's own values of the excluded names (throttles,
+ * min.insync.replicas, unclean election: the destination's choice). Returns the full set and what
+ * differs from the destination's current configs (`undefined` when nothing does).
+ */
+export function configTarget(
+  topic: string,
+  sourceOwn: Readonly<Record<string, string>>,
+  destinationOwn: Readonly<Record<string, string>>,
+): { readonly target: Readonly<Record<string, string>>; readonly change?: TopicConfigChange } {
+  const kept = Object.fromEntries(Object.entries(destinationOwn).filter(([name]) => CONFIG_EXCLUDE.includes(name)));
+  const target: Record<string, string> = { ...kept, ...mirroredConfigs(sourceOwn), ...MIRROR_TOPIC_CONFIGS };
+  const set = Object.fromEntries(Object.entries(target).filter(([name, value]) => destinationOwn[name] !== value));
+  const removed = Object.keys(destinationOwn).filter((name) => !(name in target)).sort();
+  return Object.keys(set).length === 0 && removed.length === 0 ? { target } : { target, change: { topic, set, removed } };
+}
+
+/**
+ * Bring mirror topics' configs in step with their source topics' (the runner's config sync, DESIGN
+ * §4): one DescribeConfigs on each cluster, then one AlterConfigs for the topics that differ.
+ * AlterConfigs replaces a topic's whole set of its own configs, so the request carries the full
+ * target (configTarget), the destination's own excluded ones included. Returns what changed.
+ */
+export async function syncTopicConfigs(sourceAdmin: Admin, destAdmin: Admin, topics: readonly string[]): Promise<TopicConfigChange[]> {
+  if (topics.length === 0) return [];
+  const describe = async (admin: Admin, side: string) => {
+    try {
+      const { resources } = await admin.describeConfigs({ resources: topics.map((name) => ({ type: ConfigResourceTypes.TOPIC, name })), includeSynonyms: false });
+      return new Map(resources.map((r) => [r.resourceName, topicConfigs(r.configEntries)]));
+    } catch (err) {
+      throw kafkaFailure(err, `describe the ${side} topics' configs`);
+    }
+  };
+  const [onSource, onDestination] = await Promise.all([describe(sourceAdmin, 'source'), describe(destAdmin, 'destination')]);
+  const planned = topics.flatMap((topic) => {
+    const { target, change } = configTarget(topic, onSource.get(topic) ?? {}, onDestination.get(topic) ?? {});
+    return change === undefined ? [] : [{ target, change }];
+  });
+  if (planned.length === 0) return [];
+  try {
+    await destAdmin.alterConfigs({
+      validateOnly: false,
+      resources: planned.map(({ change, target }) => ({
+        type: ConfigResourceTypes.TOPIC,
+        name: change.topic,
+        configEntries: Object.entries(target).map(([name, value]) => ({ name, value })),
+      })),
+    });
+  } catch (err) {
+    throw kafkaFailure(err, `alter the configs of ${planned.map((p) => p.change.topic).join(', ')} on the destination`);
+  }
+  return planned.map((p) => p.change);
 }
 
 export interface DestinationTopic {

@@ -5,8 +5,9 @@
 // retryable ones with backoff (1 s … 300 s), and answers the operations' Updates: pause (returns
 // once fetching has stopped), resume, truncate (a start's new partitions). Every
 // discoveryIntervalMs it looks at the source: new topics matching the mirror's include patterns
-// are started (a startTopics child, actor "kmirror"), and partitions a source topic gained join
-// (destination grown first, then GrowTopic: they enter LOG_TRUNCATION). It continues as new when
+// are started (a startTopics child, actor "kmirror"), partitions a source topic gained join
+// (destination grown first, then GrowTopic: they enter LOG_TRUNCATION), and the mirror topics'
+// configs follow their source topics' (altered, then SyncTopicConfigs). It continues as new when
 // Temporal suggests it, after its tasks and handlers have finished.
 //
 // Input (Temporal UI: workflow type `mirrorRunner`, id `mirror:<name>`): {"mirror": "<name>"}.
@@ -271,6 +272,18 @@ export async function mirrorRunner(input: MirrorRunnerInput): Promise<MirrorRunn
     }
   };
 
+  // --- Topic config sync (in the discovery round, on its own: a refusal must not stop discovery) --
+  const syncConfigs = async (): Promise<void> => {
+    try {
+      // The destination's configs are altered first, then the change recorded.
+      for (const change of await periodic.syncTopicConfigs({ mirror })) {
+        await command({ type: 'SyncTopicConfigs', mirror, ...change }, metadataOf({ actor: 'kmirror', reason: `config sync: source topic ${change.topic}'s configs changed` }));
+      }
+    } catch (err) {
+      log.warn('topic config sync failed; trying again at the next interval', { mirror, error: String(err) });
+    }
+  };
+
   // --- Consumer-group offset sync --------------------------------------------------------------
   let nextGroupSync = Date.now() + settings.groupSyncIntervalMs;
   const syncGroups = async (): Promise<void> => {
@@ -296,7 +309,13 @@ export async function mirrorRunner(input: MirrorRunnerInput): Promise<MirrorRunn
 
   for (;;) {
     state.changed = false;
-    if (Date.now() >= nextDiscovery) beside('discovery', discover);
+    if (Date.now() >= nextDiscovery) {
+      const withConfigs = patched('topic-config-sync');
+      beside('discovery', async () => {
+        await discover();
+        if (withConfigs) await syncConfigs();
+      });
+    }
     if (Date.now() >= nextGroupSync) beside('groups', syncGroups);
     for (const group of state.takeFailures()) {
       const first = group[0]!;

@@ -153,6 +153,7 @@ export function collectMirrorChanges(changes: MirrorChanges, event: MirrorEvent,
     case 'FailbackTopicPrepared':
     case 'PartitionRecordsLost':
     case 'RecordsLossAccepted':
+    case 'MirrorTopicConfigsSynced':
       return;
   }
 }

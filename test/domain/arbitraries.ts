@@ -17,6 +17,7 @@ export function mirrorCommands(mirror: string, topics: readonly string[], cluste
     fc.subarray([...topics], { minLength: 1 }).map((names): MirrorCommand => ({ type: 'StartTopics', mirror, topics: names.map((topic) => ({ topic, partitionCount: 3 })) })),
     fc.tuple(fc.constantFrom(...topics, 'unknown'), fc.integer({ min: 2, max: 6 })).map(([topic, partitionCount]): MirrorCommand => ({ type: 'GrowTopic', mirror, topic, partitionCount })),
     fc.subarray([...topics, 'unknown'], { minLength: 1 }).map((names): MirrorCommand => ({ type: 'OverrideIsrWait', mirror, topics: names })),
+    fc.constantFrom(...topics, 'unknown').map((topic): MirrorCommand => ({ type: 'SyncTopicConfigs', mirror, topic, set: { 'retention.ms': '86400000' }, removed: ['cleanup.policy'] })),
     fc.constantFrom<MirrorCommand>({ type: 'SetGroupFilter', mirror, include: ['app-.*'], exclude: [] }, { type: 'SetGroupFilter', mirror, include: ['.*'], exclude: ['tmp-.*'] }),
     selection.map((partitions): MirrorCommand => ({ type: 'CompleteTruncation', mirror, partitions })),
     selection.map((partitions): MirrorCommand => ({ type: 'PauseTopics', mirror, partitions })),

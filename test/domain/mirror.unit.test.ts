@@ -206,6 +206,20 @@ describe('GrowTopic', () => {
   });
 });
 
+describe('SyncTopicConfigs', () => {
+  it('records what the runner set and removed; no partition changes', () => {
+    const change = { topic: 'orders', set: { 'retention.ms': '86400000' }, removed: ['segment.bytes'] };
+    given(...mirroring).when({ type: 'SyncTopicConfigs', mirror: M, ...change }).then([{ type: 'MirrorTopicConfigsSynced', data: change }]);
+    const before = fold(initialMirror(M), mirroring);
+    expect(fold(initialMirror(M), [...mirroring, { type: 'MirrorTopicConfigsSynced', data: change }])).toEqual(before);
+  });
+
+  it('refuses an unknown topic and an empty change', () => {
+    given(...mirroring).when({ type: 'SyncTopicConfigs', mirror: M, topic: 'nope', set: { a: 'b' }, removed: [] }).thenFails('TOPIC_NOT_IN_CLUSTER_MIRROR');
+    given(...mirroring).when({ type: 'SyncTopicConfigs', mirror: M, topic: 'orders', set: {}, removed: [] }).thenFails('INVALID_ARGUMENT', /nothing was set or removed/);
+  });
+});
+
 describe('RecordLastMirrored', () => {
   const big = (1n << 62n) + 7n;
   const record = (offset: bigint): MirrorCommand => ({

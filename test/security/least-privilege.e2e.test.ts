@@ -25,7 +25,7 @@ import { allPartitions, messages, sendAll } from '../support/mirror-fixture.ts';
 import { interleaving, LibrdkafkaProducers } from '../support/second-client.ts';
 import { destAppConnection, destConnection, randomName, sourceConnection } from '../support/stack.ts';
 
-const { AclOperationTypes, AclPermissionTypes, AclResourceTypes, ResourcePatternTypes } = kafkajs;
+const { AclOperationTypes, AclPermissionTypes, AclResourceTypes, ConfigResourceTypes, ResourcePatternTypes } = kafkajs;
 const PRINCIPAL = `User:${MIRROR_USER}`;
 const PARTITIONS = 3;
 
@@ -136,7 +136,8 @@ async function appMayWrite(topic: string): Promise<boolean | string> {
 }
 
 beforeAll(async () => {
-  t = await controlPlane();
+  // Discovery (and config sync with it) every 2 s, so the config sync below is seen soon.
+  t = await controlPlane({ env: { KMIRROR_DISCOVERY_INTERVAL_MS: '2000' } });
   await revokeAll();
   const who = { actor: 'test-setup' };
   await registerCluster(t.db, t.config.secretKey, { cluster: 'lp-src', connection: mirrorUserConnection('source') }, who);
@@ -198,6 +199,14 @@ describe('kmirror with exactly the Kafka ACLs docs/security.md lists', () => {
     await verified(transactional);
     expect(await appMayWrite(plain)).toBe('TOPIC_AUTHORIZATION_FAILED');
 
+    // Config sync: a config set on the source topic reaches the mirror topic.
+    await t.sourceAdmin.alterConfigs({ validateOnly: false, resources: [{ type: ConfigResourceTypes.TOPIC, name: plain, configEntries: [{ name: 'retention.ms', value: '98765432' }] }] });
+    const retention = async () => {
+      const { resources } = await t.destAdmin.describeConfigs({ resources: [{ type: ConfigResourceTypes.TOPIC, name: plain, configNames: ['retention.ms'] }], includeSynonyms: false });
+      return resources[0]!.configEntries[0]?.configValue;
+    };
+    await expect.poll(retention, { timeout: 30_000, interval: 500 }).toBe('98765432');
+
     // Pause really stops; resume catches up.
     await run('pauseTopics', { mirror, allTopics: true });
     const pausedAt = await ends('dest', plain, PARTITIONS);
@@ -225,6 +234,8 @@ describe('kmirror with exactly the Kafka ACLs docs/security.md lists', () => {
     await verified(plain);
     await verified(transactional);
     expect(await appMayWrite(plain)).toBe(true);
+    // Deleted, so its discovery does not take the next test's topic (it matches this mirror's pattern).
+    expect(await run('deleteMirror', { mirror })).toEqual({ mirror, deleted: true });
   });
 
   it('without the optional cluster grants (ACL management) it mirrors, and says the read-only guard is not enforced', async () => {

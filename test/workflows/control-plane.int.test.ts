@@ -276,6 +276,32 @@ describe('destination topics', () => {
     expect(entry('min.insync.replicas')!.configSource).not.toBe(TOPIC_CONFIG); // the destination's own choice
   });
 
+  it("the runner keeps the mirror topic's configs in step with the source's: changed, added and removed ones follow; excluded ones stay the destination's; each sync is an event", async () => {
+    const mirror = randomName('m');
+    await run('createMirror', { mirror, sourceCluster: 'src', destinationCluster: 'dst' });
+    const topic = await t.sourceTopic({ configs: { 'retention.ms': '123456789', 'segment.ms': '3600000' } });
+    await run('startTopics', { mirror, topics: [topic] });
+    const own = async (admin: typeof t.destAdmin) => {
+      const { resources } = await admin.describeConfigs({ resources: [{ type: kafkajs.ConfigResourceTypes.TOPIC, name: topic }], includeSynonyms: false });
+      return Object.fromEntries(resources[0]!.configEntries.filter((e) => e.configSource === 1).map((e) => [e.configName, e.configValue]));
+    };
+    const alter = (admin: typeof t.destAdmin, configs: Record<string, string>) =>
+      admin.alterConfigs({ validateOnly: false, resources: [{ type: kafkajs.ConfigResourceTypes.TOPIC, name: topic, configEntries: Object.entries(configs).map(([name, value]) => ({ name, value })) }] });
+    // The destination's own choice of an excluded config (AlterConfigs replaces the whole set).
+    await alter(t.destAdmin, { ...(await own(t.destAdmin)), 'min.insync.replicas': '1' });
+    // On the source: one value changed, one added, one removed, and an excluded one set.
+    await alter(t.sourceAdmin, { 'retention.ms': '222222222', 'max.message.bytes': '3000000', 'unclean.leader.election.enable': 'true' });
+    await expect
+      .poll(() => own(t.destAdmin), { timeout: 30_000, interval: 500 })
+      .toEqual({ 'retention.ms': '222222222', 'max.message.bytes': '3000000', 'message.timestamp.type': 'CreateTime', 'min.insync.replicas': '1' });
+    const synced = (await readStream(t.db, mirrorStreamId(mirror))).filter((e) => e.type === 'MirrorTopicConfigsSynced');
+    expect(synced.map((e) => e.data)).toEqual([{ topic, set: { 'retention.ms': '222222222', 'max.message.bytes': '3000000' }, removed: ['segment.ms'] }]);
+    expect(synced[0]!.metadata).toMatchObject({ actor: 'kmirror', reason: expect.stringContaining('config sync') });
+    // In step: later rounds change and record nothing more.
+    await new Promise((r) => setTimeout(r, 5_000));
+    expect((await readStream(t.db, mirrorStreamId(mirror))).filter((e) => e.type === 'MirrorTopicConfigsSynced')).toHaveLength(1);
+  });
+
   it('start refuses a destination topic that is not an exact prefix of its source, appending nothing; a prefix is continued', async () => {
     const mirror = randomName('m');
     await run('createMirror', { mirror, sourceCluster: 'src', destinationCluster: 'dst' });
