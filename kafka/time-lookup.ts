@@ -44,7 +44,8 @@ export async function offsetsForTime(
       const broker = answer < 0n ? null : answer;
       let offset: bigint | null = null;
       if (broker !== null && broker < end) {
-        for await (const record of readCommitted(cluster, topic, partition, broker, end)) {
+        // A batch whose largest timestamp is earlier holds no record at or after it: not decoded.
+        for await (const record of readCommitted(cluster, topic, partition, broker, end, undefined, (batch) => batch.maxTimestamp >= timestamp)) {
           if (record.timestamp >= timestamp) {
             offset = record.offset;
             break;

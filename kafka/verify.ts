@@ -5,7 +5,7 @@ import { createHash } from 'node:crypto';
 import { KmirrorError, isKmirrorError } from '../domain/errors.ts';
 import { isGapFiller } from './gap-filler.ts';
 import { AbortedTransactions, IsolationLevel, KafkaAnswerError, type RawCluster } from './protocol.ts';
-import { crcValid, decodeRecords, type DecodedRecord } from './wire.ts';
+import { crcValid, decodeRecords, type DecodedRecord, type RawBatch } from './wire.ts';
 import type { Retention } from './mirror-topics.ts';
 
 export interface VerifyMismatch {
@@ -51,7 +51,8 @@ export interface VerifyOptions {
  *  that holds nothing more below `to` (it ends early, or the range was deleted) is an error, never
  *  a silent end: two truncated reads must not compare equal. A batch whose CRC does not match its
  *  bytes is CORRUPT_RECORD_BATCH (details: baseOffset). `onAborted` sees the records of aborted
- *  transactions (what only read_uncommitted consumers see). */
+ *  transactions (what only read_uncommitted consumers see). `wanted`: a committed batch it refuses
+ *  is passed over without decoding its records (a search that its header already rules out). */
 export async function* readCommitted(
   cluster: RawCluster,
   topic: string,
@@ -59,6 +60,7 @@ export async function* readCommitted(
   from: bigint,
   to: bigint,
   onAborted?: (record: DecodedRecord) => void,
+  wanted?: (batch: RawBatch) => boolean,
 ): AsyncGenerator<DecodedRecord> {
   let next = from;
   let emptyReads = 0;
@@ -103,11 +105,11 @@ export async function* readCommitted(
       }
       const hidden = aborted.isAborted(batch);
       if (batch.lastOffset < next) continue;
-      if (!hidden) {
+      if (!hidden && (wanted === undefined || wanted(batch))) {
         for (const record of decodeRecords(batch)) {
           if (record.offset >= next && record.offset < to) yield record;
         }
-      } else if (onAborted !== undefined && !batch.isControl) {
+      } else if (hidden && onAborted !== undefined && !batch.isControl) {
         for (const record of decodeRecords(batch)) if (record.offset >= next && record.offset < to) onAborted(record);
       }
       next = batch.lastOffset + 1n;
