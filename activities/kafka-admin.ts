@@ -23,8 +23,8 @@ import {
   resolveTopics,
   sourceTopicSpecs,
   syncTopicConfigs,
+  type ConfigSyncResult,
   type CreatedTopic,
-  type TopicConfigChange,
   type ReadOnlyResult,
   type TopicSelection,
 } from '../kafka/mirror-topics.ts';
@@ -405,11 +405,13 @@ export function createKafkaAdminActivities(deps: { readonly db: Db; readonly cli
     },
 
     /**
-     * Config sync: the mirror topics still mirrored (none of their partitions STOPPING or STOPPED:
-     * a failed-over topic's configs are its own) that exist on the source get its configs
-     * (syncTopicConfigs). Returns what changed, for the runner to record.
+     * Config sync: the mirror topics still mirrored — none of their partitions STOPPING or STOPPED,
+     * nor FAILED out of those states: a failed-over topic's configs are its own — that exist on the
+     * source get its configs (syncTopicConfigs); each change is recorded (SyncTopicConfigs, with the
+     * runner's metadata) right after the destination took it, so none goes unrecorded if the runner
+     * continues as new or a later topic fails. Returns what changed and what could not be synced.
      */
-    async syncTopicConfigs(input: { readonly mirror: string }): Promise<readonly TopicConfigChange[]> {
+    async syncTopicConfigs(input: { readonly mirror: string; readonly metadata: EventMetadata }): Promise<ConfigSyncResult> {
       const m = await clients.mirror(input.mirror);
       const [source, destination] = await Promise.all([clients.get(m.sourceCluster), clients.get(m.destinationCluster)]);
       const rows = await db
@@ -417,11 +419,14 @@ export function createKafkaAdminActivities(deps: { readonly db: Db; readonly cli
         .select('topic')
         .where('mirror', '=', input.mirror)
         .groupBy('topic')
-        .having(sql<boolean>`bool_and(state not in ('STOPPING', 'STOPPED'))`)
+        .having(sql<boolean>`bool_and(state not in ('STOPPING', 'STOPPED') and coalesce(previous_state, '') not in ('STOPPING', 'STOPPED'))`)
         .execute();
-      if (rows.length === 0) return [];
+      if (rows.length === 0) return { changed: [], failed: [] };
       const existing = new Set(await source.admin.listTopics().catch((err: unknown) => Promise.reject(kafkaFailure(err, 'list source topics'))));
-      return syncTopicConfigs(source.admin, destination.admin, rows.map((r) => r.topic).filter((t) => existing.has(t)).sort());
+      const topics = rows.map((r) => r.topic).filter((t) => existing.has(t)).sort();
+      return syncTopicConfigs(source.admin, destination.admin, topics, async (change) => {
+        await executeMirrorCommand(db, { type: 'SyncTopicConfigs', mirror: input.mirror, ...change }, { ...input.metadata, reason: `config sync: source topic ${change.topic}'s configs changed` });
+      });
     },
 
     /** Give a destination mirror topic the source's new partition count (before the mirror records it). */

@@ -163,41 +163,89 @@ export function configTarget(
   return Object.keys(set).length === 0 && removed.length === 0 ? { target } : { target, change: { topic, set, removed } };
 }
 
+/** What a config sync did: the topics it altered (each recorded by `record` right after), and the
+ *  ones it could not describe or alter, with why (the others go on). */
+export interface ConfigSyncResult {
+  readonly changed: readonly TopicConfigChange[];
+  readonly failed: readonly { readonly topic: string; readonly error: { readonly code: string; readonly message: string } }[];
+}
+
+type OwnConfigs = { readonly configs: Record<string, string>; readonly sensitive: readonly string[] } | { readonly error: KmirrorError };
+
+/** Each topic's own configs on a cluster: one DescribeConfigs, or one per topic when the cluster
+ *  refuses some (kafkajs throws at the first refused resource), so one topic's refusal is its own. */
+async function describeOwnConfigs(admin: Admin, topics: readonly string[], side: string): Promise<Map<string, OwnConfigs>> {
+  const describe = async (names: readonly string[]) => {
+    const { resources } = await admin.describeConfigs({ resources: names.map((name) => ({ type: ConfigResourceTypes.TOPIC, name })), includeSynonyms: false });
+    return new Map<string, OwnConfigs>(
+      resources.map((r) => [
+        r.resourceName,
+        { configs: topicConfigs(r.configEntries), sensitive: r.configEntries.filter((e) => e.configSource === TOPIC_CONFIG && e.isSensitive).map((e) => e.configName) },
+      ]),
+    );
+  };
+  try {
+    return await describe(topics);
+  } catch {
+    const one = await Promise.all(
+      topics.map(async (topic): Promise<[string, OwnConfigs]> => {
+        try {
+          return [topic, (await describe([topic])).get(topic) ?? { error: new KmirrorError('UNKNOWN_TOPIC', `no configs of ${topic} on the ${side}`, { topic }) }];
+        } catch (err) {
+          return [topic, { error: kafkaFailure(err, `describe the configs of ${topic} on the ${side}`) }];
+        }
+      }),
+    );
+    return new Map(one);
+  }
+}
+
 /**
  * Bring mirror topics' configs in step with their source topics' (the runner's config sync, DESIGN
- * §4): one DescribeConfigs on each cluster, then one AlterConfigs for the topics that differ.
- * AlterConfigs replaces a topic's whole set of its own configs, so the request carries the full
- * target (configTarget), the destination's own excluded ones included. Returns what changed.
+ * §4): one DescribeConfigs on each cluster, then, topic by topic, one AlterConfigs and `record`
+ * (the event) for each topic that differs — so whatever was altered is recorded before the next
+ * topic is touched, and one topic's refusal (a config the destination does not know, a topic
+ * deleted there) is reported for it alone. AlterConfigs replaces a topic's whole set of its own
+ * configs, so the request carries the full target (configTarget), the destination's own excluded
+ * ones included; a destination topic with a sensitive config of its own is left alone (its value
+ * cannot be read back, and the replace would drop it).
  */
-export async function syncTopicConfigs(sourceAdmin: Admin, destAdmin: Admin, topics: readonly string[]): Promise<TopicConfigChange[]> {
-  if (topics.length === 0) return [];
-  const describe = async (admin: Admin, side: string) => {
-    try {
-      const { resources } = await admin.describeConfigs({ resources: topics.map((name) => ({ type: ConfigResourceTypes.TOPIC, name })), includeSynonyms: false });
-      return new Map(resources.map((r) => [r.resourceName, topicConfigs(r.configEntries)]));
-    } catch (err) {
-      throw kafkaFailure(err, `describe the ${side} topics' configs`);
+export async function syncTopicConfigs(sourceAdmin: Admin, destAdmin: Admin, topics: readonly string[], record: (change: TopicConfigChange) => Promise<void>): Promise<ConfigSyncResult> {
+  if (topics.length === 0) return { changed: [], failed: [] };
+  const [onSource, onDestination] = await Promise.all([describeOwnConfigs(sourceAdmin, topics, 'source'), describeOwnConfigs(destAdmin, topics, 'destination')]);
+  const changed: TopicConfigChange[] = [];
+  const failed: { topic: string; error: { code: string; message: string } }[] = [];
+  const fail = (topic: string, error: KmirrorError) => failed.push({ topic, error: { code: error.code, message: error.message } });
+  for (const topic of topics) {
+    const source = onSource.get(topic);
+    const destination = onDestination.get(topic);
+    if (source === undefined || 'error' in source) {
+      fail(topic, source?.error ?? new KmirrorError('UNKNOWN_TOPIC', `no configs of ${topic} on the source`, { topic }));
+      continue;
     }
-  };
-  const [onSource, onDestination] = await Promise.all([describe(sourceAdmin, 'source'), describe(destAdmin, 'destination')]);
-  const planned = topics.flatMap((topic) => {
-    const { target, change } = configTarget(topic, onSource.get(topic) ?? {}, onDestination.get(topic) ?? {});
-    return change === undefined ? [] : [{ target, change }];
-  });
-  if (planned.length === 0) return [];
-  try {
-    await destAdmin.alterConfigs({
-      validateOnly: false,
-      resources: planned.map(({ change, target }) => ({
-        type: ConfigResourceTypes.TOPIC,
-        name: change.topic,
-        configEntries: Object.entries(target).map(([name, value]) => ({ name, value })),
-      })),
-    });
-  } catch (err) {
-    throw kafkaFailure(err, `alter the configs of ${planned.map((p) => p.change.topic).join(', ')} on the destination`);
+    if (destination === undefined || 'error' in destination) {
+      fail(topic, destination?.error ?? new KmirrorError('UNKNOWN_TOPIC', `no configs of ${topic} on the destination`, { topic }));
+      continue;
+    }
+    if (destination.sensitive.length > 0) {
+      fail(topic, new KmirrorError('INVALID_ARGUMENT', `${topic} has sensitive configs of its own on the destination (${destination.sensitive.join(', ')}): kmirror cannot keep them while replacing its configs; not synced`, { topic }));
+      continue;
+    }
+    const { target, change } = configTarget(topic, source.configs, destination.configs);
+    if (change === undefined) continue;
+    try {
+      await destAdmin.alterConfigs({
+        validateOnly: false,
+        resources: [{ type: ConfigResourceTypes.TOPIC, name: topic, configEntries: Object.entries(target).map(([name, value]) => ({ name, value })) }],
+      });
+    } catch (err) {
+      fail(topic, kafkaFailure(err, `alter the configs of ${topic} on the destination`));
+      continue;
+    }
+    await record(change);
+    changed.push(change);
   }
-  return planned.map((p) => p.change);
+  return { changed, failed };
 }
 
 export interface DestinationTopic {

@@ -9,6 +9,7 @@
 // asked. It starts from the broker's answer, which is never later (every record before it is
 // older), and reads committed records from there (gap fillers carry no timestamp, markers are
 // never visible), so it needs only the destination: it works after a failover with the source gone.
+import { isKmirrorError, KmirrorError } from '../domain/errors.ts';
 import { readCommitted } from './verify.ts';
 import { IsolationLevel, type PartitionsByTopic, type RawCluster } from './protocol.ts';
 
@@ -22,6 +23,8 @@ export interface TimeLookup {
   readonly broker: bigint | null;
   /** The partition's last stable offset when read. */
   readonly end: bigint;
+  /** Why this partition has no answer (its read failed twice); the others are answered. */
+  readonly error?: KmirrorError;
 }
 
 /**
@@ -39,23 +42,42 @@ export async function offsetsForTime(
   const out: TimeLookup[] = [];
   for (const [topic, ps] of partitions) {
     for (const partition of ps) {
-      const answer = answers.get(topic)?.get(partition) ?? -1n;
-      const end = ends.get(topic)!.get(partition)!;
-      const broker = answer < 0n ? null : answer;
-      let offset: bigint | null = null;
-      if (broker !== null && broker < end) {
-        // A batch whose largest timestamp is earlier holds no record at or after it: not decoded.
-        for await (const record of readCommitted(cluster, topic, partition, broker, end, undefined, (batch) => batch.maxTimestamp >= timestamp)) {
-          if (record.timestamp >= timestamp) {
-            offset = record.offset;
-            break;
-          }
+      let done: TimeLookup;
+      try {
+        done = await lookup(cluster, topic, partition, timestamp, answers.get(topic)?.get(partition) ?? -1n, ends.get(topic)!.get(partition)!);
+      } catch {
+        // Retention may have removed the broker's answer since it was read (OFFSET_OUT_OF_RANGE),
+        // or the leader moved: ask again, once.
+        try {
+          const again = (m: Map<string, Map<number, bigint>>) => m.get(topic)?.get(partition) ?? -1n;
+          const one = new Map([[topic, [partition]]]);
+          const [answer, end] = await Promise.all([cluster.listOffsetsOf(one, timestamp), cluster.listOffsetsOf(one, 'latest', IsolationLevel.READ_COMMITTED)]);
+          done = await lookup(cluster, topic, partition, timestamp, again(answer), again(end));
+        } catch (err) {
+          const error = isKmirrorError(err) ? err : new KmirrorError('CLUSTER_UNREACHABLE', `offsets-for-time ${topic}-${partition}: ${(err as Error).message}`, { topic, partition });
+          done = { topic, partition, offset: null, broker: null, end: ends.get(topic)!.get(partition)!, error };
         }
       }
-      const done = { topic, partition, offset, broker, end };
       out.push(done);
       onPartition?.(done);
     }
   }
   return out;
+}
+
+/** One partition: from the broker's answer (`answer`, -1 for none), the first committed record at
+ *  or after `timestamp` below `end`. */
+async function lookup(cluster: RawCluster, topic: string, partition: number, timestamp: bigint, answer: bigint, end: bigint): Promise<TimeLookup> {
+  const broker = answer < 0n ? null : answer;
+  let offset: bigint | null = null;
+  if (broker !== null && broker < end) {
+    // A batch whose largest timestamp is earlier holds no record at or after it: not decoded.
+    for await (const record of readCommitted(cluster, topic, partition, broker, end, undefined, (batch) => batch.maxTimestamp >= timestamp)) {
+      if (record.timestamp >= timestamp) {
+        offset = record.offset;
+        break;
+      }
+    }
+  }
+  return { topic, partition, offset, broker, end };
 }

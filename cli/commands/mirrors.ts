@@ -153,16 +153,28 @@ const positiveInt = (value: string): number => {
   return n;
 };
 
-/** --time: an ISO-8601 date-time with a zone, or milliseconds since the epoch. */
+/** The latest time a JavaScript Date holds (ms since the epoch). */
+const MAX_DATE_MS = 8_640_000_000_000_000;
+
+/** --time: an ISO-8601 date-time with a zone (each field checked: no 30 February rolled over into
+ *  March), or milliseconds since the epoch. */
 export const timeArgument = (value: string): bigint => {
+  const bad = (): never => {
+    throw new InvalidArgumentError('must be an ISO-8601 date-time with a zone (2026-12-07T10:00:00Z) or milliseconds since the epoch, up to the year 275760');
+  };
   if (/^\d+$/.test(value)) {
     const ms = BigInt(value);
-    if (ms > BigInt(Number.MAX_SAFE_INTEGER)) throw new InvalidArgumentError('milliseconds since the epoch out of range');
-    return ms;
+    return ms > BigInt(MAX_DATE_MS) ? bad() : ms;
   }
-  const iso = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,3})?)?(Z|[+-]\d{2}:\d{2})$/.test(value) ? Date.parse(value) : NaN;
-  if (Number.isNaN(iso) || iso < 0) throw new InvalidArgumentError('must be an ISO-8601 date-time with a zone (2026-12-07T10:00:00Z) or milliseconds since the epoch');
-  return BigInt(iso);
+  const m = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,3}))?)?(?:Z|([+-])(\d{2}):(\d{2}))$/.exec(value);
+  if (m === null) return bad();
+  const [y, mo, d, h, mi, sec] = [1, 2, 3, 4, 5, 6].map((i) => Number(m[i] ?? 0)) as [number, number, number, number, number, number];
+  const local = Date.UTC(y, mo - 1, d, h, mi, sec, Number((m[7] ?? '0').padEnd(3, '0')));
+  const check = new Date(local);
+  const same = check.getUTCFullYear() === y && check.getUTCMonth() === mo - 1 && check.getUTCDate() === d && check.getUTCHours() === h && check.getUTCMinutes() === mi && check.getUTCSeconds() === sec;
+  const zone = m[8] === undefined ? 0 : (m[8] === '-' ? -1 : 1) * (Number(m[9]) * 60 + Number(m[10])) * 60_000;
+  const ms = local - zone;
+  return !same || Number(m[9] ?? 0) > 23 || Number(m[10] ?? 0) > 59 || ms < 0 ? bad() : BigInt(ms);
 };
 
 export function mirrorCommands(ctx: CliContext): Command[] {
@@ -399,21 +411,44 @@ export function mirrorCommands(ctx: CliContext): Command[] {
         topic: l.topic,
         partition: l.partition,
         offset: l.offset?.toString() ?? null,
-        seekTo: (l.offset ?? l.end).toString(),
+        // A partition whose read failed has nowhere to seek to: null, with its error.
+        seekTo: l.error === undefined ? (l.offset ?? l.end).toString() : null,
         destinationBrokerAnswer: l.broker?.toString() ?? null,
         sourceAnswer: sourceAnswer(l.topic, l.partition),
+        error: l.error === undefined ? null : errorBody(l.error),
       }));
+      const failed = lookups.find((l) => l.error !== undefined);
+      const failure =
+        failed === undefined
+          ? undefined
+          : new KmirrorError(failed.error!.code, `${lookups.filter((l) => l.error !== undefined).length} partition(s) could not be read; first: ${failed.topic}-${failed.partition}: ${failed.error!.message}`, {
+              mirror,
+              topic: failed.topic,
+              partition: failed.partition,
+            });
       const time = new Date(Number(options.time)).toISOString();
       const sourceReach = onSource instanceof Error ? { reachable: false, error: errorBody(onSource) } : { reachable: true };
-      if (ctx.json) return ctx.printJson({ mirror, time, timestamp: options.time.toString(), source: { cluster: d.sourceCluster, ...sourceReach }, partitions: shown });
-      if (options.csv === true) return ctx.print(shown.map((p) => `${p.topic},${p.partition},${p.seekTo}`).join('\n'));
-      ctx.print(
-        table(
-          ['TOPIC', 'PARTITION', 'SEEK TO', 'DEST BROKER ANSWER', 'SOURCE ANSWER'],
-          shown.map((p) => [p.topic, String(p.partition), p.offset ?? `${p.seekTo} (end: no record at or after ${time})`, p.destinationBrokerAnswer ?? 'none', p.sourceAnswer ?? (onSource instanceof Error ? '?' : 'none')]),
-        ),
-      );
-      if (onSource instanceof Error) ctx.note(`source cluster ${d.sourceCluster} did not answer (${errorBody(onSource).code}): its answers are shown as ?`);
+      if (ctx.json) {
+        ctx.printJson({ mirror, time, timestamp: options.time.toString(), source: { cluster: d.sourceCluster, ...sourceReach }, partitions: shown, ...(failure === undefined ? {} : { error: errorBody(failure) }) });
+      } else if (options.csv === true) {
+        // Only partitions with an answer: a reset file must not name a guess.
+        ctx.print(shown.flatMap((p) => (p.seekTo === null ? [] : [`${p.topic},${p.partition},${p.seekTo}`])).join('\n'));
+      } else {
+        ctx.print(
+          table(
+            ['TOPIC', 'PARTITION', 'SEEK TO', 'DEST BROKER ANSWER', 'SOURCE ANSWER'],
+            shown.map((p) => [
+              p.topic,
+              String(p.partition),
+              p.error !== null ? `? (${p.error.code}: ${p.error.message})` : (p.offset ?? `${p.seekTo} (end: no record at or after ${time})`),
+              p.destinationBrokerAnswer ?? 'none',
+              p.sourceAnswer ?? (onSource instanceof Error ? '?' : 'none'),
+            ]),
+          ),
+        );
+        if (onSource instanceof Error) ctx.note(`source cluster ${d.sourceCluster} did not answer (${errorBody(onSource).code}): its answers are shown as ?`);
+      }
+      if (failure !== undefined) ctx.fail(failure);
     });
 
   return [list, describe, history, verify, groups, offsetsForTimeCommand];

@@ -431,7 +431,7 @@ describe('kmirror lifecycle', () => {
     const later = await kmirrorJson<OffsetsJson>('offsets-for-time', mirror, '--time', String(Date.now() + 86_400_000), '--topic', topic);
     const ends = await t.dest.listOffsets(topic, allPartitions(PARTITIONS), 'latest');
     expect([...later.partitions].sort((a, b) => a.partition - b.partition)).toEqual(
-      allPartitions(PARTITIONS).map((p) => ({ topic, partition: p, offset: null, seekTo: ends.get(p)!.toString(), destinationBrokerAnswer: null, sourceAnswer: null })),
+      allPartitions(PARTITIONS).map((p) => ({ topic, partition: p, offset: null, seekTo: ends.get(p)!.toString(), destinationBrokerAnswer: null, sourceAnswer: null, error: null })),
     );
     const text = await kmirror('offsets-for-time', mirror, '--time', iso, '--topic', topic);
     expect(text.stdout).toMatch(/^TOPIC +PARTITION +SEEK TO +DEST BROKER ANSWER +SOURCE ANSWER$/m);

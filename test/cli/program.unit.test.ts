@@ -87,7 +87,9 @@ describe('usage errors', () => {
     expect(timeArgument('2026-12-07T10:00:00Z')).toBe(BigInt(Date.UTC(2026, 11, 7, 10)));
     expect(timeArgument('2026-12-07T11:00:00.250+01:00')).toBe(BigInt(Date.UTC(2026, 11, 7, 10) + 250));
     expect(timeArgument('1796637600000')).toBe(1796637600000n);
-    for (const bad of ['yesterday', '2026-12-07', '2026-12-07T10:00:00', '2026-13-07T10:00:00Z', '-5', '1e12', '99999999999999999999']) {
+    expect(timeArgument('2026-12-07T10:00-05:30')).toBe(BigInt(Date.UTC(2026, 11, 7, 15, 30)));
+    expect(timeArgument('8640000000000000')).toBe(8640000000000000n);
+    for (const bad of ['yesterday', '2026-12-07', '2026-12-07T10:00:00', '2026-13-07T10:00:00Z', '2026-02-30T10:00:00Z', '2026-12-07T24:00:00Z', '2026-12-07T10:00:00+25:00', '-5', '1e12', '8640000000000001', '99999999999999999999']) {
       const { code, stderr } = await run('offsets-for-time', 'm', '--time', bad);
       expect(code, bad).toBe(2);
       expect(stderr, bad).toMatch(/^error INVALID_ARGUMENT: .*--time/);

@@ -38,11 +38,12 @@ afterAll(async () => {
 describe('a fetch quota on the source', () => {
   it("limits the copier to the quota's rate, and the copy stays exact with no resync", async () => {
     const f = fixture();
-    const partitions = allPartitions(3);
-    const topic = await f.topicPair({ partitions: 3 });
+    // One partition: a quota holds per broker, and one partition has one leader on any stack.
+    const partitions = allPartitions(1);
+    const topic = await f.topicPair({ partitions: 1 });
     const producer = await f.producer();
-    const count = 8_000; // ~8 MiB of 1 KiB values
-    await sendAll(producer, topic, messages(count, 3, { valueBytes: 1024 }));
+    const count = 16_000; // ~16 MiB of 1 KiB values
+    await sendAll(producer, topic, messages(count, 1, { valueBytes: 1024 }));
     sourceClientQuota(['--add-config', `consumer_byte_rate=${RATE}`]);
     throttled = new RawCluster(createKafka({ ...sourceConnection(), clientId }, testClientOptions));
 
@@ -62,14 +63,15 @@ describe('a fetch quota on the source', () => {
     const rate = result.stats.bytes / seconds;
     console.log(`quota ${RATE} B/s: ${result.stats.bytes} bytes in ${seconds.toFixed(1)} s = ${Math.round(rate)} B/s, ${result.stats.resyncs} resync(s)`);
 
-    expect(result.partitions.map((p) => p.status)).toEqual(['caught-up', 'caught-up', 'caught-up']);
+    expect(result.partitions.map((p) => p.status)).toEqual(['caught-up']);
     expect(result.stats.records).toBe(count);
     // The start's one resync, no other: throttled answers are neither timeouts nor errors.
     expect(result.stats.resyncs).toBe(1);
-    // Unthrottled, the copier moves these 8 MiB at ~28 MiB/s on this stack (0.3 s); throttled,
-    // at about the quota (20 MiB took 24.7 s at 1 MiB/s, 8 MiB 12.1 s, 2026-12-07). The first fetches pass before
-    // the broker's first throttle takes effect: hence the margin.
-    expect(rate).toBeLessThan(2 * RATE);
+    // The broker measures a client's rate over its quota windows (11 of 1 s), so about the first
+    // 10 s worth of the quota pass unthrottled; the rest goes at the quota. Unthrottled, the
+    // copier moves these 16 MiB in under a second on this stack; throttled it took 12.2 s
+    // (2026-12-07). A fifth of margin below the ideal time.
+    expect(seconds).toBeGreaterThan(0.8 * (result.stats.bytes / RATE - 11));
     for (const v of await f.verifyAll(topic, partitions)) expect(v).toMatchObject({ equal: true });
   });
 });

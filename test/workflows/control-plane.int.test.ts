@@ -276,11 +276,15 @@ describe('destination topics', () => {
     expect(entry('min.insync.replicas')!.configSource).not.toBe(TOPIC_CONFIG); // the destination's own choice
   });
 
-  it("the runner keeps the mirror topic's configs in step with the source's: changed, added and removed ones follow; excluded ones stay the destination's; each sync is an event", async () => {
+  it("the runner keeps the mirror topic's configs in step with the source's: changed, added and removed ones follow; excluded ones stay the destination's; each sync is an event; a topic the destination refuses does not hold up the others", async () => {
     const mirror = randomName('m');
     await run('createMirror', { mirror, sourceCluster: 'src', destinationCluster: 'dst' });
     const topic = await t.sourceTopic({ configs: { 'retention.ms': '123456789', 'segment.ms': '3600000' } });
-    await run('startTopics', { mirror, topics: [topic] });
+    // A second topic, then deleted on the destination by hand: describing it there fails.
+    const gone = await t.sourceTopic();
+    await run('startTopics', { mirror, topics: [gone, topic] });
+    await t.destAdmin.deleteTopics({ topics: [gone] });
+    await t.sourceAdmin.alterConfigs({ validateOnly: false, resources: [{ type: kafkajs.ConfigResourceTypes.TOPIC, name: gone, configEntries: [{ name: 'retention.ms', value: '7777777' }] }] });
     const own = async (admin: typeof t.destAdmin) => {
       const { resources } = await admin.describeConfigs({ resources: [{ type: kafkajs.ConfigResourceTypes.TOPIC, name: topic }], includeSynonyms: false });
       return Object.fromEntries(resources[0]!.configEntries.filter((e) => e.configSource === 1).map((e) => [e.configName, e.configValue]));
