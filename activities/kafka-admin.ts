@@ -424,7 +424,7 @@ export function createKafkaAdminActivities(deps: { readonly db: Db; readonly cli
       if (rows.length === 0) return { changed: [], failed: [] };
       const existing = new Set(await source.admin.listTopics().catch((err: unknown) => Promise.reject(kafkaFailure(err, 'list source topics'))));
       const topics = rows.map((r) => r.topic).filter((t) => existing.has(t)).sort();
-      return syncTopicConfigs(source.admin, destination.admin, topics, async (change) => {
+      return syncTopicConfigs(source.admin, destination, topics, async (change) => {
         await executeMirrorCommand(db, { type: 'SyncTopicConfigs', mirror: input.mirror, ...change }, { ...input.metadata, reason: `config sync: source topic ${change.topic}'s configs changed` });
       });
     },

@@ -146,21 +146,19 @@ export interface TopicConfigChange {
 }
 
 /**
- * The configs a mirror topic should have: the source topic's own (minus CONFIG_EXCLUDE), kmirror's
- * MIRROR_TOPIC_CONFIGS, and the destination's own values of the excluded names (throttles,
- * min.insync.replicas, unclean election: the destination's choice). Returns the full set and what
- * differs from the destination's current configs (`undefined` when nothing does).
+ * What a mirror topic's configs lack to be in step with its source topic's: the source topic's own
+ * configs (minus CONFIG_EXCLUDE) and kmirror's MIRROR_TOPIC_CONFIGS are set where the destination
+ * differs; configs set on the destination topic that the source no longer sets are removed —
+ * except the excluded names (throttles, min.insync.replicas, unclean election: the destination's
+ * own choice). `undefined` when nothing differs.
  */
-export function configTarget(
-  topic: string,
-  sourceOwn: Readonly<Record<string, string>>,
-  destinationOwn: Readonly<Record<string, string>>,
-): { readonly target: Readonly<Record<string, string>>; readonly change?: TopicConfigChange } {
-  const kept = Object.fromEntries(Object.entries(destinationOwn).filter(([name]) => CONFIG_EXCLUDE.includes(name)));
-  const target: Record<string, string> = { ...kept, ...mirroredConfigs(sourceOwn), ...MIRROR_TOPIC_CONFIGS };
-  const set = Object.fromEntries(Object.entries(target).filter(([name, value]) => destinationOwn[name] !== value));
-  const removed = Object.keys(destinationOwn).filter((name) => !(name in target)).sort();
-  return Object.keys(set).length === 0 && removed.length === 0 ? { target } : { target, change: { topic, set, removed } };
+export function configChange(topic: string, sourceOwn: Readonly<Record<string, string>>, destinationOwn: Readonly<Record<string, string>>): TopicConfigChange | undefined {
+  const wanted: Record<string, string> = { ...mirroredConfigs(sourceOwn), ...MIRROR_TOPIC_CONFIGS };
+  const set = Object.fromEntries(Object.entries(wanted).filter(([name, value]) => destinationOwn[name] !== value));
+  const removed = Object.keys(destinationOwn)
+    .filter((name) => !(name in wanted) && !CONFIG_EXCLUDE.includes(name))
+    .sort();
+  return Object.keys(set).length === 0 && removed.length === 0 ? undefined : { topic, set, removed };
 }
 
 /** What a config sync did: the topics it altered (each recorded by `record` right after), and the
@@ -170,19 +168,14 @@ export interface ConfigSyncResult {
   readonly failed: readonly { readonly topic: string; readonly error: { readonly code: string; readonly message: string } }[];
 }
 
-type OwnConfigs = { readonly configs: Record<string, string>; readonly sensitive: readonly string[] } | { readonly error: KmirrorError };
+type OwnConfigs = { readonly configs: Record<string, string> } | { readonly error: KmirrorError };
 
 /** Each topic's own configs on a cluster: one DescribeConfigs, or one per topic when the cluster
  *  refuses some (kafkajs throws at the first refused resource), so one topic's refusal is its own. */
 async function describeOwnConfigs(admin: Admin, topics: readonly string[], side: string): Promise<Map<string, OwnConfigs>> {
   const describe = async (names: readonly string[]) => {
     const { resources } = await admin.describeConfigs({ resources: names.map((name) => ({ type: ConfigResourceTypes.TOPIC, name })), includeSynonyms: false });
-    return new Map<string, OwnConfigs>(
-      resources.map((r) => [
-        r.resourceName,
-        { configs: topicConfigs(r.configEntries), sensitive: r.configEntries.filter((e) => e.configSource === TOPIC_CONFIG && e.isSensitive).map((e) => e.configName) },
-      ]),
-    );
+    return new Map<string, OwnConfigs>(resources.map((r) => [r.resourceName, { configs: topicConfigs(r.configEntries) }]));
   };
   try {
     return await describe(topics);
@@ -202,42 +195,37 @@ async function describeOwnConfigs(admin: Admin, topics: readonly string[], side:
 
 /**
  * Bring mirror topics' configs in step with their source topics' (the runner's config sync, DESIGN
- * §4): one DescribeConfigs on each cluster, then, topic by topic, one AlterConfigs and `record`
- * (the event) for each topic that differs — so whatever was altered is recorded before the next
- * topic is touched, and one topic's refusal (a config the destination does not know, a topic
- * deleted there) is reported for it alone. AlterConfigs replaces a topic's whole set of its own
- * configs, so the request carries the full target (configTarget), the destination's own excluded
- * ones included; a destination topic with a sensitive config of its own is left alone (its value
- * cannot be read back, and the replace would drop it).
+ * §4): one DescribeConfigs on each cluster, then, topic by topic, IncrementalAlterConfigs of what
+ * differs (configChange; the topic's other configs untouched) and `record` (the event) — so
+ * whatever was altered is recorded before the next topic is touched, and one topic's refusal (a
+ * config the destination does not know, a topic deleted there) is reported for it alone.
  */
-export async function syncTopicConfigs(sourceAdmin: Admin, destAdmin: Admin, topics: readonly string[], record: (change: TopicConfigChange) => Promise<void>): Promise<ConfigSyncResult> {
+export async function syncTopicConfigs(
+  sourceAdmin: Admin,
+  destination: { readonly admin: Admin; readonly raw: RawCluster },
+  topics: readonly string[],
+  record: (change: TopicConfigChange) => Promise<void>,
+): Promise<ConfigSyncResult> {
   if (topics.length === 0) return { changed: [], failed: [] };
-  const [onSource, onDestination] = await Promise.all([describeOwnConfigs(sourceAdmin, topics, 'source'), describeOwnConfigs(destAdmin, topics, 'destination')]);
+  const [onSource, onDestination] = await Promise.all([describeOwnConfigs(sourceAdmin, topics, 'source'), describeOwnConfigs(destination.admin, topics, 'destination')]);
   const changed: TopicConfigChange[] = [];
   const failed: { topic: string; error: { code: string; message: string } }[] = [];
   const fail = (topic: string, error: KmirrorError) => failed.push({ topic, error: { code: error.code, message: error.message } });
   for (const topic of topics) {
-    const source = onSource.get(topic);
-    const destination = onDestination.get(topic);
-    if (source === undefined || 'error' in source) {
-      fail(topic, source?.error ?? new KmirrorError('UNKNOWN_TOPIC', `no configs of ${topic} on the source`, { topic }));
+    const source = onSource.get(topic) ?? { error: new KmirrorError('UNKNOWN_TOPIC', `no configs of ${topic} on the source`, { topic }) };
+    const dest = onDestination.get(topic) ?? { error: new KmirrorError('UNKNOWN_TOPIC', `no configs of ${topic} on the destination`, { topic }) };
+    if ('error' in source) {
+      fail(topic, source.error);
       continue;
     }
-    if (destination === undefined || 'error' in destination) {
-      fail(topic, destination?.error ?? new KmirrorError('UNKNOWN_TOPIC', `no configs of ${topic} on the destination`, { topic }));
+    if ('error' in dest) {
+      fail(topic, dest.error);
       continue;
     }
-    if (destination.sensitive.length > 0) {
-      fail(topic, new KmirrorError('INVALID_ARGUMENT', `${topic} has sensitive configs of its own on the destination (${destination.sensitive.join(', ')}): kmirror cannot keep them while replacing its configs; not synced`, { topic }));
-      continue;
-    }
-    const { target, change } = configTarget(topic, source.configs, destination.configs);
+    const change = configChange(topic, source.configs, dest.configs);
     if (change === undefined) continue;
     try {
-      await destAdmin.alterConfigs({
-        validateOnly: false,
-        resources: [{ type: ConfigResourceTypes.TOPIC, name: topic, configEntries: Object.entries(target).map(([name, value]) => ({ name, value })) }],
-      });
+      await destination.raw.alterTopicConfigs(topic, change.set, change.removed);
     } catch (err) {
       fail(topic, kafkaFailure(err, `alter the configs of ${topic} on the destination`));
       continue;

@@ -131,6 +131,11 @@ const API_PRODUCE = 0;
 const API_FETCH = 1;
 const API_LIST_OFFSETS = 2;
 const API_OFFSET_FOR_LEADER_EPOCH = 23;
+const API_INCREMENTAL_ALTER_CONFIGS = 44;
+/** DescribeConfigs/IncrementalAlterConfigs resource type of a topic, and the SET/DELETE operations. */
+const RESOURCE_TOPIC = 2;
+const CONFIG_SET = 0;
+const CONFIG_DELETE = 1;
 
 export const IsolationLevel = { READ_UNCOMMITTED: 0, READ_COMMITTED: 1 } as const;
 
@@ -248,6 +253,11 @@ class Writer {
 class Reader {
   pos = 0;
   constructor(private readonly buf: Buffer) {}
+  int8(): number {
+    const v = this.buf.readInt8(this.pos);
+    this.pos += 1;
+    return v;
+  }
   int16(): number {
     const v = this.buf.readInt16BE(this.pos);
     this.pos += 2;
@@ -967,6 +977,33 @@ export class RawCluster {
     await this.atCoordinator(groupId, 0, (coordinator) =>
       coordinator.offsetCommit({ groupId, groupGenerationId: -1, memberId: '', topics: [...byTopic].map(([topic, partitions]) => ({ topic, partitions })) }),
     );
+  }
+
+  /**
+   * IncrementalAlterConfigs (v0) of one topic: set these configs and delete those; its other
+   * configs are left as they are (AlterConfigs, the only kind kafkajs has, replaces them all, so a
+   * config written by someone else meanwhile would be lost). Sent to a broker that leads one of
+   * the topic's partitions (any broker takes it to the controller).
+   */
+  async alterTopicConfigs(topic: string, set: Readonly<Record<string, string>>, remove: readonly string[]): Promise<void> {
+    const broker = await this.broker(await this.leaderOf(topic, 0));
+    const entries = [...Object.entries(set).map(([name, value]) => ({ name, op: CONFIG_SET, value })), ...remove.map((name) => ({ name, op: CONFIG_DELETE, value: null }))];
+    const request = new Writer().int32(1).int8(RESOURCE_TOPIC).string(topic).int32(entries.length);
+    for (const e of entries) request.string(e.name).int8(e.op).string(e.value);
+    const payload = request.int8(0).done(); // validate_only: false
+    const decode = async (b: Buffer) => {
+      const r = new Reader(b);
+      r.int32(); // throttle time
+      return r.array(() => ({ code: r.int16(), message: r.string(), type: r.int8(), name: r.string() }));
+    };
+    const answers = (await broker.connectionPool.send({
+      request: { apiKey: API_INCREMENTAL_ALTER_CONFIGS, apiVersion: 0, apiName: 'IncrementalAlterConfigs', encode: async () => body(payload) },
+      response: { decode, parse: async (d: unknown) => d },
+    })) as { code: number; message: string | null }[];
+    for (const a of answers) {
+      const error = kafkaError(a.code);
+      if (error) throw new KafkaAnswerError(`alter the configs of ${topic}: ${error.type}${a.message ? ` (${a.message})` : ''}`, error);
+    }
   }
 
   /** DeleteRecords of one topic's partitions (deleteRecordsOf). */

@@ -57,6 +57,16 @@ describe('topics and configs', () => {
     expect(entries).toEqual({ 'retention.ms': '123456789', 'cleanup.policy': 'compact' });
   });
 
+  it('alters some configs of a topic and leaves the others (IncrementalAlterConfigs, RawCluster); an unknown config is refused (KAFKA_ERROR naming INVALID_CONFIG)', async () => {
+    const topic = await createTopic(destAdmin, { configs: { 'retention.ms': '123456789', 'segment.ms': '3600000', 'min.insync.replicas': '1' } });
+    const session = raw(dest);
+    await session.alterTopicConfigs(topic, { 'retention.ms': '222222222', 'max.message.bytes': '3000000' }, ['segment.ms']);
+    const { resources } = await destAdmin.describeConfigs({ resources: [{ type: ConfigResourceTypes.TOPIC, name: topic }], includeSynonyms: false });
+    const own = Object.fromEntries(resources[0]!.configEntries.filter((e) => e.configSource === 1).map((e) => [e.configName, e.configValue]));
+    expect(own).toEqual({ 'retention.ms': '222222222', 'max.message.bytes': '3000000', 'min.insync.replicas': '1' });
+    await expect(session.alterTopicConfigs(topic, { 'no.such.config': 'x' }, [])).rejects.toMatchObject({ code: 'KAFKA_ERROR', message: expect.stringContaining('INVALID_CONFIG') });
+  });
+
   it('reads topic metadata with replicas and ISR', async () => {
     const topic = await createTopic(destAdmin, { partitions: 2 });
     const { topics } = await destAdmin.fetchTopicMetadata({ topics: [topic] });

@@ -1,7 +1,7 @@
 // createBatches (kafka/mirror-topics.ts): CreateTopics requests stay under the KRaft controller's
 // limit of metadata records per request (a topic, each partition and each config one record).
 import { describe, expect, it } from 'vitest';
-import { configTarget, createBatches } from '../../kafka/mirror-topics.ts';
+import { configChange, createBatches } from '../../kafka/mirror-topics.ts';
 
 const topic = (i: number, partitions: number, configs = 1) => ({ topic: `t${i}`, partitions, configs: Object.fromEntries(Array.from({ length: configs }, (_, c) => [`c${c}`, 'v'])) });
 const records = (batch: readonly { partitions: number; configs?: Record<string, string> }[]) => batch.reduce((n, s) => n + 1 + s.partitions + Object.keys(s.configs ?? {}).length, 0);
@@ -22,17 +22,15 @@ describe('createBatches', () => {
   });
 });
 
-describe('configTarget (config sync)', () => {
-  it("takes the source's own configs but the excluded ones, keeps the destination's excluded ones and CreateTime, and drops what the source no longer sets", () => {
+describe('configChange (config sync)', () => {
+  it("sets the source's own configs but the excluded ones, and CreateTime; removes what the source no longer sets; never touches the destination's excluded ones", () => {
     const source = { 'retention.ms': '1000', 'cleanup.policy': 'compact', 'min.insync.replicas': '3', 'message.timestamp.type': 'LogAppendTime' };
     const destination = { 'retention.ms': '500', 'segment.bytes': '1048576', 'min.insync.replicas': '2', 'leader.replication.throttled.replicas': '*', 'message.timestamp.type': 'CreateTime' };
-    const { target, change } = configTarget('orders', source, destination);
-    expect(target).toEqual({ 'retention.ms': '1000', 'cleanup.policy': 'compact', 'min.insync.replicas': '2', 'leader.replication.throttled.replicas': '*', 'message.timestamp.type': 'CreateTime' });
-    expect(change).toEqual({ topic: 'orders', set: { 'retention.ms': '1000', 'cleanup.policy': 'compact' }, removed: ['segment.bytes'] });
+    expect(configChange('orders', source, destination)).toEqual({ topic: 'orders', set: { 'retention.ms': '1000', 'cleanup.policy': 'compact' }, removed: ['segment.bytes'] });
   });
 
-  it('reports no change when the destination is in step, and sets CreateTime where it is missing', () => {
-    expect(configTarget('t', { 'retention.ms': '1' }, { 'retention.ms': '1', 'message.timestamp.type': 'CreateTime' }).change).toBeUndefined();
-    expect(configTarget('t', {}, {}).change).toEqual({ topic: 't', set: { 'message.timestamp.type': 'CreateTime' }, removed: [] });
+  it('is undefined when the destination is in step, and sets CreateTime where it is missing', () => {
+    expect(configChange('t', { 'retention.ms': '1' }, { 'retention.ms': '1', 'message.timestamp.type': 'CreateTime', 'min.insync.replicas': '2' })).toBeUndefined();
+    expect(configChange('t', {}, {})).toEqual({ topic: 't', set: { 'message.timestamp.type': 'CreateTime' }, removed: [] });
   });
 });
