@@ -46,6 +46,13 @@ async function createTopic(admin: Admin, opts: { partitions?: number; configs?: 
   return topic;
 }
 
+/** Until partition 0 of a topic created a moment ago is served by its leader: its broker publishes
+ *  the leader before loading the replica, and answers NOT_LEADER_FOR_PARTITION meanwhile (a raw
+ *  fetch or produce reports that per partition; ListOffsets, through RawCluster, waits it out). */
+async function served(session: RawCluster, topic: string): Promise<void> {
+  expect(await session.listOffsets(topic, [0], 'latest')).toEqual(new Map([[0, 0n]]));
+}
+
 describe('topics and configs', () => {
   it('creates a topic with configs and replication factor, and describes its configs', async () => {
     const topic = await createTopic(destAdmin, { partitions: 3, configs: { 'retention.ms': '123456789', 'cleanup.policy': 'compact' } });
@@ -245,19 +252,15 @@ describe('fetching without a consumer group', () => {
   it('an out-of-range fetch offset is reported per partition, not thrown', async () => {
     const topic = await createTopic(sourceAdmin);
     const session = raw(source);
-    // A partition created a moment ago may still answer NOT_LEADER_FOR_PARTITION (its broker has
-    // published the leader before loading the replica): ask again until the answer settles.
-    const answer = async () => {
-      const [p] = await session.fetch({
-        leader: await session.leaderOf(topic, 0),
-        partitions: [{ topic, partition: 0, fetchOffset: 42n, maxBytes: 1024 }],
-        maxWaitMs: 10,
-        maxBytes: 1024,
-        isolationLevel: IsolationLevel.READ_COMMITTED,
-      });
-      return p!.error?.type;
-    };
-    await expect.poll(answer, { timeout: 10_000, interval: 100 }).toBe('OFFSET_OUT_OF_RANGE');
+    await served(session, topic);
+    const [p] = await session.fetch({
+      leader: await session.leaderOf(topic, 0),
+      partitions: [{ topic, partition: 0, fetchOffset: 42n, maxBytes: 1024 }],
+      maxWaitMs: 10,
+      maxBytes: 1024,
+      isolationLevel: IsolationLevel.READ_COMMITTED,
+    });
+    expect(p!.error?.type).toBe('OFFSET_OUT_OF_RANGE');
   });
 });
 
@@ -283,9 +286,7 @@ describe('raw produce of a restamped batch', () => {
       isolationLevel: IsolationLevel.READ_COMMITTED,
     });
     const stamp = await dst.initProducerId();
-    // The destination partition was created a moment ago: ListOffsets waits (it retries
-    // NOT_LEADER) until its broker serves it, so the raw produce below is not answered NOT_LEADER.
-    expect(await dst.listOffsets(dstTopic, [0], 'latest')).toEqual(new Map([[0, 0n]]));
+    await served(dst, dstTopic);
     const produced = await dst.produce({
       leader: await dst.leaderOf(dstTopic, 0),
       partitions: [{ topic: dstTopic, partition: 0, batch: restampBatch(fetched!.batches[0]!, { ...stamp, baseSequence: 0 }) }],
