@@ -170,20 +170,25 @@ export interface ConfigSyncResult {
 
 type OwnConfigs = { readonly configs: Record<string, string> } | { readonly error: KmirrorError };
 
-/** Each topic's own configs on a cluster: one DescribeConfigs, or one per topic when the cluster
- *  refuses some (kafkajs throws at the first refused resource), so one topic's refusal is its own. */
+/** Each topic's own configs on a cluster, one entry per topic asked: one DescribeConfigs, or one
+ *  per topic when the cluster refuses some (kafkajs throws at the first refused resource), so one
+ *  topic's refusal is its own. */
 async function describeOwnConfigs(admin: Admin, topics: readonly string[], side: string): Promise<Map<string, OwnConfigs>> {
   const describe = async (names: readonly string[]) => {
     const { resources } = await admin.describeConfigs({ resources: names.map((name) => ({ type: ConfigResourceTypes.TOPIC, name })), includeSynonyms: false });
-    return new Map<string, OwnConfigs>(resources.map((r) => [r.resourceName, { configs: topicConfigs(r.configEntries) }]));
+    const found = new Map(resources.map((r) => [r.resourceName, topicConfigs(r.configEntries)]));
+    return names.map((topic): [string, OwnConfigs] => {
+      const configs = found.get(topic);
+      return [topic, configs === undefined ? { error: new KmirrorError('UNKNOWN_TOPIC', `no configs of ${topic} on the ${side}`, { topic }) } : { configs }];
+    });
   };
   try {
-    return await describe(topics);
+    return new Map(await describe(topics));
   } catch {
     const one = await Promise.all(
       topics.map(async (topic): Promise<[string, OwnConfigs]> => {
         try {
-          return [topic, (await describe([topic])).get(topic) ?? { error: new KmirrorError('UNKNOWN_TOPIC', `no configs of ${topic} on the ${side}`, { topic }) }];
+          return (await describe([topic]))[0]!;
         } catch (err) {
           return [topic, { error: kafkaFailure(err, `describe the configs of ${topic} on the ${side}`) }];
         }
@@ -212,8 +217,8 @@ export async function syncTopicConfigs(
   const failed: { topic: string; error: { code: string; message: string } }[] = [];
   const fail = (topic: string, error: KmirrorError) => failed.push({ topic, error: { code: error.code, message: error.message } });
   for (const topic of topics) {
-    const source = onSource.get(topic) ?? { error: new KmirrorError('UNKNOWN_TOPIC', `no configs of ${topic} on the source`, { topic }) };
-    const dest = onDestination.get(topic) ?? { error: new KmirrorError('UNKNOWN_TOPIC', `no configs of ${topic} on the destination`, { topic }) };
+    const source = onSource.get(topic)!;
+    const dest = onDestination.get(topic)!;
     if ('error' in source) {
       fail(topic, source.error);
       continue;
