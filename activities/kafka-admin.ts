@@ -15,19 +15,17 @@ import { executeMirrorCommand } from '../db/mirror-store.ts';
 import type { EventMetadata } from '../db/event-store/types.ts';
 import { endOffsets } from '../kafka/offsets.ts';
 import {
-  applyReadOnly,
   createMirrorTopics,
   inspectDestination,
   isrStatus,
-  liftReadOnly,
   resolveTopics,
   sourceTopicSpecs,
   syncTopicConfigs,
   type ConfigSyncResult,
   type CreatedTopic,
-  type ReadOnlyResult,
   type TopicSelection,
 } from '../kafka/mirror-topics.ts';
+import { aclsUnmanageable, applyReadOnly, describeTopicAcls, liftReadOnly, principalFilter, syncTopicAcls, type AclSyncResult, type ReadOnlyResult, type TopicAclBinding } from '../kafka/topic-acls.ts';
 import type { Db, Trx } from '../db/database.ts';
 import { mirrorStreamId, type FailbackTopicPrepared } from '../domain/events.ts';
 import type { Metrics } from '../metrics/metrics.ts';
@@ -110,6 +108,18 @@ export function createKafkaAdminActivities(deps: { readonly db: Db; readonly cli
   };
   /** The destination alone: failover must work when the source does not answer. */
   const destinationOf = async (mirror: string) => clients.get((await clients.mirror(mirror)).destinationCluster);
+  /** The mirror's topics still mirrored, sorted: none of their partitions STOPPING or STOPPED, nor
+   *  FAILED out of those states (a failed-over topic's configs and ACLs are its own). */
+  const stillMirrored = async (mirror: string): Promise<string[]> => {
+    const rows = await db
+      .selectFrom('mirror_partitions')
+      .select('topic')
+      .where('mirror', '=', mirror)
+      .groupBy('topic')
+      .having(sql<boolean>`bool_and(state not in ('STOPPING', 'STOPPED') and coalesce(previous_state, '') not in ('STOPPING', 'STOPPED'))`)
+      .execute();
+    return rows.map((r) => r.topic).sort();
+  };
   const groupPartitions = (partitions: readonly { readonly topic: string; readonly partition: number }[]) => {
     const out = new Map<string, number[]>();
     for (const { topic, partition } of partitions) out.set(topic, [...(out.get(topic) ?? []), partition]);
@@ -405,28 +415,61 @@ export function createKafkaAdminActivities(deps: { readonly db: Db; readonly cli
     },
 
     /**
-     * Config sync: the mirror topics still mirrored — none of their partitions STOPPING or STOPPED,
-     * nor FAILED out of those states: a failed-over topic's configs are its own — that exist on the
-     * source get its configs (syncTopicConfigs); each change is recorded (SyncTopicConfigs, with the
-     * runner's metadata) right after the destination took it, so none goes unrecorded if the runner
+     * Config sync: the mirror topics still mirrored (stillMirrored) that exist on the source get its
+     * configs (syncTopicConfigs); each change is recorded (SyncTopicConfigs, with the runner's
+     * metadata) right after the destination took it, so none goes unrecorded if the runner
      * continues as new or a later topic fails. Returns what changed and what could not be synced.
      */
     async syncTopicConfigs(input: { readonly mirror: string; readonly metadata: EventMetadata }): Promise<ConfigSyncResult> {
       const m = await clients.mirror(input.mirror);
       const [source, destination] = await Promise.all([clients.get(m.sourceCluster), clients.get(m.destinationCluster)]);
-      const rows = await db
-        .selectFrom('mirror_partitions')
-        .select('topic')
-        .where('mirror', '=', input.mirror)
-        .groupBy('topic')
-        .having(sql<boolean>`bool_and(state not in ('STOPPING', 'STOPPED') and coalesce(previous_state, '') not in ('STOPPING', 'STOPPED'))`)
-        .execute();
-      if (rows.length === 0) return { changed: [], failed: [] };
+      const mirrored = await stillMirrored(input.mirror);
+      if (mirrored.length === 0) return { changed: [], failed: [] };
       const existing = new Set(await source.admin.listTopics().catch((err: unknown) => Promise.reject(kafkaFailure(err, 'list source topics'))));
-      const topics = rows.map((r) => r.topic).filter((t) => existing.has(t)).sort();
+      const topics = mirrored.filter((t) => existing.has(t));
       return syncTopicConfigs(source.admin, destination, topics, async (change) => {
         await executeMirrorCommand(db, { type: 'SyncTopicConfigs', mirror: input.mirror, ...change }, { ...input.metadata, reason: `config sync: source topic ${change.topic}'s configs changed` });
       });
+    },
+
+    /**
+     * ACL sync, first half (the source): the source's topic ACL bindings for the principals the
+     * mirror's ACL filter names. `acls` is absent when ACL sync is off (no include pattern) or the
+     * source's ACLs cannot be described (no authorizer, no DescribeAcls grant: `reason`).
+     */
+    async describeSourceAcls(input: { readonly mirror: string }): Promise<{ readonly acls?: readonly TopicAclBinding[]; readonly reason?: string }> {
+      const row = await db.selectFrom('mirrors').select(['acl_include', 'acl_exclude']).where('name', '=', input.mirror).executeTakeFirst();
+      if (row === undefined || row.acl_include.length === 0) return { reason: 'ACL sync is off (no principal pattern)' };
+      const wanted = principalFilter({ include: row.acl_include, exclude: row.acl_exclude });
+      const source = await clients.get((await clients.mirror(input.mirror)).sourceCluster);
+      try {
+        return { acls: (await describeTopicAcls(source.admin)).filter((b) => wanted(b.principal)) };
+      } catch (err) {
+        return { reason: aclsUnmanageable(err, 'source') };
+      }
+    },
+
+    /**
+     * ACL sync, second half (the destination only, so the runner can wait for it before a stop):
+     * over the topics still mirrored, grant and revoke what `source` calls for (absent: nothing)
+     * and deny writes to every principal an ALLOW lets write a mirror topic (the read-only guard
+     * kept current); each topic's change is recorded (SyncTopicAcls) right after it was applied.
+     */
+    async syncTopicAcls(input: { readonly mirror: string; readonly source?: readonly TopicAclBinding[]; readonly metadata: EventMetadata }): Promise<AclSyncResult> {
+      const row = await db.selectFrom('mirrors').select(['acl_include', 'acl_exclude']).where('name', '=', input.mirror).executeTakeFirst();
+      if (row === undefined) return { changed: [], failed: [] };
+      const destination = await destinationOf(input.mirror);
+      const topics = await stillMirrored(input.mirror);
+      let done = 0;
+      return heartbeating(
+        () =>
+          syncTopicAcls(destination.admin, topics, input.source, { include: row.acl_include, exclude: row.acl_exclude }, destination.principal, async (change) => {
+            const what = [change.granted.length > 0 || change.revoked.length > 0 ? "the source topic's ACLs changed" : '', change.denied.length > 0 ? `${change.denied.join(', ')} may write it` : ''].filter((w) => w !== '').join('; ');
+            await executeMirrorCommand(db, { type: 'SyncTopicAcls', mirror: input.mirror, ...change }, { ...input.metadata, reason: `ACL sync of ${change.topic}: ${what}` });
+            done += 1;
+          }),
+        () => ({ topics: topics.length, changed: done }),
+      );
     },
 
     /** Give a destination mirror topic the source's new partition count (before the mirror records it). */

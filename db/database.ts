@@ -68,6 +68,9 @@ export interface MirrorsTable {
   /** Consumer groups synced (MirrorGroupFilterChanged); default every group. */
   group_include: ColumnType<string[], string | undefined, string>;
   group_exclude: ColumnType<string[], string | undefined, string>;
+  /** Principals whose topic ACLs are synced (MirrorAclFilterChanged); default none. */
+  acl_include: ColumnType<string[], string | undefined, string>;
+  acl_exclude: ColumnType<string[], string | undefined, string>;
   created_at: Date;
   updated_at: Date;
 }

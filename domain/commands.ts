@@ -2,7 +2,7 @@
 // Offsets are bigint here (inside TypeScript); the events they produce carry decimal strings.
 import type { ConnectionDescription } from './connection.ts';
 import type { LastMirrored, RetryTrigger, StopMode } from '../machines/partition.ts';
-import type { FailbackTopicPrepared } from './events.ts';
+import type { FailbackTopicPrepared, TopicAcl } from './events.ts';
 
 /** Which partitions a command is about: every partition of the mirror, or topics (all their
  *  partitions unless `partitions` narrows it). Duplicates are ignored. */
@@ -87,6 +87,24 @@ export interface SetGroupFilter {
   readonly exclude: readonly string[];
 }
 
+/** Whose topic ACLs the mirror syncs (whole-name principal patterns; no include: none). */
+export interface SetAclFilter {
+  readonly type: 'SetAclFilter';
+  readonly mirror: string;
+  readonly include: readonly string[];
+  readonly exclude: readonly string[];
+}
+
+/** Record an ACL round's change to a mirror topic (the runner has applied it on the destination). */
+export interface SyncTopicAcls {
+  readonly type: 'SyncTopicAcls';
+  readonly mirror: string;
+  readonly topic: string;
+  readonly granted: readonly TopicAcl[];
+  readonly revoked: readonly TopicAcl[];
+  readonly denied: readonly string[];
+}
+
 /** Let the ISR wait of these topics end now (a broker is down for longer than the operation may
  *  wait); the reason is required, in the metadata. */
 export interface OverrideIsrWait {
@@ -157,6 +175,8 @@ export type MirrorCommand =
   | SyncTopicConfigs
   | OverrideIsrWait
   | SetGroupFilter
+  | SetAclFilter
+  | SyncTopicAcls
   | RecordFailback
   | CompleteTruncation
   | PauseTopics

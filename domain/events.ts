@@ -62,6 +62,23 @@ export type MirrorTopicGrown = Event<'MirrorTopicGrown', { readonly topic: strin
 /** The runner brought the destination topic's configs in step with the source topic's (config
  *  sync): `set` the values it wrote, `removed` the configs it dropped (no longer set on the source). */
 export type MirrorTopicConfigsSynced = Event<'MirrorTopicConfigsSynced', { readonly topic: string; readonly set: Readonly<Record<string, string>>; readonly removed: readonly string[] }>;
+/** The ACL operations a topic ACL can name (Kafka's AclOperation), by name. */
+export const TOPIC_ACL_OPERATIONS = ['ALL', 'READ', 'WRITE', 'CREATE', 'DELETE', 'ALTER', 'DESCRIBE', 'DESCRIBE_CONFIGS', 'ALTER_CONFIGS'] as const;
+export type TopicAclOperation = (typeof TOPIC_ACL_OPERATIONS)[number];
+/** One ACL on one topic (a principal is a name, never a credential). */
+export interface TopicAcl {
+  readonly principal: string;
+  readonly host: string;
+  readonly operation: TopicAclOperation;
+  readonly permission: 'ALLOW' | 'DENY';
+}
+/** Whose topic ACLs the mirror syncs: principals whose whole name (e.g. `User:alice`) matches an
+ *  include pattern and no exclude pattern; no include pattern (the default): none. */
+export type MirrorAclFilterChanged = Event<'MirrorAclFilterChanged', { readonly include: readonly string[]; readonly exclude: readonly string[] }>;
+/** The runner's ACL round changed a mirror topic's ACLs on the destination: `granted` and `revoked`
+ *  ACLs synced from the source (ACL filter), `denied` the principals given a DENY WRITE because an
+ *  ALLOW lets them write the topic (the read-only guard kept current). */
+export type MirrorTopicAclsSynced = Event<'MirrorTopicAclsSynced', { readonly topic: string; readonly granted: readonly TopicAcl[]; readonly revoked: readonly TopicAcl[]; readonly denied: readonly string[] }>;
 /** STOPPED or FAILED → LOG_TRUNCATION: the topic is started again (re-mirror, failback). */
 export type PartitionTruncationStarted = Event<'PartitionTruncationStarted', PartitionRef>;
 /** LOG_TRUNCATION → MIRRORING: aligned and the ISR converged. */
@@ -111,6 +128,8 @@ export type MirrorEvent =
   | MirrorTopicAdded
   | MirrorTopicGrown
   | MirrorTopicConfigsSynced
+  | MirrorAclFilterChanged
+  | MirrorTopicAclsSynced
   | IsrWaitOverridden
   | MirrorGroupFilterChanged
   | FailbackTopicPrepared

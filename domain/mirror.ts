@@ -7,7 +7,7 @@
 import { KmirrorError, type ErrorCode } from './errors.ts';
 import { assertClusterName, assertMirrorName, assertTopicName, partitionName } from './names.ts';
 import { RECORDS_LOST_POLICIES, type MirrorCommand, type PartitionSelection, type RecordLastMirrored, type StartTopics } from './commands.ts';
-import type { MirrorEvent, PartitionLifecycleEvent, PartitionRef } from './events.ts';
+import { TOPIC_ACL_OPERATIONS, type MirrorEvent, type PartitionLifecycleEvent, type PartitionRef, type TopicAcl } from './events.ts';
 import { stepMirror, type MirrorEvent as MirrorChartEvent, type MirrorState } from '../machines/mirror.ts';
 import {
   newPartition,
@@ -32,11 +32,14 @@ export interface Mirror {
   /** Consumer groups whose offsets are synced (whole-name patterns). */
   readonly groupInclude: readonly string[];
   readonly groupExclude: readonly string[];
+  /** Principals whose topic ACLs are synced (whole-name patterns; no include: none). */
+  readonly aclInclude: readonly string[];
+  readonly aclExclude: readonly string[];
   readonly topics: ReadonlyMap<string, MirrorTopic>;
 }
 
 export function initialMirror(name: string): Mirror {
-  return { name, state: null, sourceCluster: null, destinationCluster: null, include: [], exclude: [], groupInclude: ['.*'], groupExclude: [], topics: new Map() };
+  return { name, state: null, sourceCluster: null, destinationCluster: null, include: [], exclude: [], groupInclude: ['.*'], groupExclude: [], aclInclude: [], aclExclude: [], topics: new Map() };
 }
 
 /** The topics decide() must see for `command`: a loader may read only these. 'all' = every topic. */
@@ -51,10 +54,12 @@ export function topicsNeeded(command: MirrorCommand): readonly string[] | 'all' 
       return command.topics.map((t) => t.topic);
     case 'GrowTopic':
     case 'SyncTopicConfigs':
+    case 'SyncTopicAcls':
       return [command.topic];
     case 'OverrideIsrWait':
       return [...new Set(command.topics)];
     case 'SetGroupFilter':
+    case 'SetAclFilter':
       return [];
     case 'RecordFailback':
       return [command.failback.topic];
@@ -125,16 +130,33 @@ export function decide(command: MirrorCommand, state: Mirror): MirrorEvent[] {
       }
       return [{ type: 'FailbackTopicPrepared', data: command.failback }];
     }
-    case 'SetGroupFilter': {
+    case 'SetGroupFilter':
+    case 'SetAclFilter': {
       requireMirror(state);
+      const what = command.type === 'SetGroupFilter' ? 'group' : 'principal';
       for (const pattern of [...command.include, ...command.exclude]) {
         try {
           new RegExp(pattern);
         } catch (err) {
-          throw new KmirrorError('INVALID_TOPIC_PATTERN', `group pattern ${JSON.stringify(pattern)} is not a valid regular expression`, { pattern }, { cause: err });
+          throw new KmirrorError('INVALID_TOPIC_PATTERN', `${what} pattern ${JSON.stringify(pattern)} is not a valid regular expression`, { pattern }, { cause: err });
         }
       }
-      return [{ type: 'MirrorGroupFilterChanged', data: { include: [...command.include], exclude: [...command.exclude] } }];
+      const data = { include: [...command.include], exclude: [...command.exclude] };
+      return [command.type === 'SetGroupFilter' ? { type: 'MirrorGroupFilterChanged', data } : { type: 'MirrorAclFilterChanged', data }];
+    }
+    case 'SyncTopicAcls': {
+      requireMirror(state);
+      topicOf(state, command.topic);
+      if (command.granted.length === 0 && command.revoked.length === 0 && command.denied.length === 0) {
+        throw new KmirrorError('INVALID_ARGUMENT', `ACL sync of ${command.topic} in mirror ${state.name}: nothing was granted, revoked or denied`, { mirror: state.name, topic: command.topic });
+      }
+      for (const acl of [...command.granted, ...command.revoked]) {
+        if (typeof acl?.principal !== 'string' || typeof acl.host !== 'string' || !TOPIC_ACL_OPERATIONS.includes(acl.operation) || (acl.permission !== 'ALLOW' && acl.permission !== 'DENY')) {
+          throw new KmirrorError('INVALID_ARGUMENT', `ACL sync of ${command.topic} in mirror ${state.name}: ${JSON.stringify(acl)} is not a topic ACL`, { mirror: state.name, topic: command.topic });
+        }
+      }
+      const copy = (acls: readonly TopicAcl[]) => acls.map(({ principal, host, operation, permission }) => ({ principal, host, operation, permission }));
+      return [{ type: 'MirrorTopicAclsSynced', data: { topic: command.topic, granted: copy(command.granted), revoked: copy(command.revoked), denied: [...command.denied] } }];
     }
     case 'SyncTopicConfigs': {
       requireMirror(state);
@@ -397,6 +419,8 @@ type PartitionCommand = Exclude<
       | 'SyncTopicConfigs'
       | 'OverrideIsrWait'
       | 'SetGroupFilter'
+      | 'SetAclFilter'
+      | 'SyncTopicAcls'
       | 'RecordFailback'
       | 'RecordLastMirrored'
       | 'RecordRecordsLost'
@@ -503,6 +527,8 @@ const verbs: Record<MirrorCommand['type'], string> = {
   SyncTopicConfigs: 'sync topic configs',
   OverrideIsrWait: 'override the ISR wait',
   SetGroupFilter: 'set the consumer-group filter',
+  SetAclFilter: 'set the ACL filter',
+  SyncTopicAcls: 'sync topic ACLs',
   RecordFailback: 'record a failback',
   CompleteTruncation: 'complete log truncation',
   PauseTopics: 'pause',
@@ -586,11 +612,16 @@ export function fold(state: Mirror, events: Iterable<MirrorEvent>): Mirror {
         if (current.state === null || current.state === 'deleted') throw historyInvalid(current, event, 'mirror is not created');
         current = { ...current, groupInclude: event.data.include, groupExclude: event.data.exclude };
         break;
+      case 'MirrorAclFilterChanged':
+        if (current.state === null || current.state === 'deleted') throw historyInvalid(current, event, 'mirror is not created');
+        current = { ...current, aclInclude: event.data.include, aclExclude: event.data.exclude };
+        break;
       case 'FailbackTopicPrepared':
       case 'IsrWaitOverridden':
       case 'PartitionRecordsLost':
       case 'RecordsLossAccepted':
       case 'MirrorTopicConfigsSynced':
+      case 'MirrorTopicAclsSynced':
         // A record of a decision or a fact: no state changes (the waiting activity and describe read it).
         if (current.state === null || current.state === 'deleted') throw historyInvalid(current, event, 'mirror is not created');
         break;

@@ -43,6 +43,9 @@ export interface Mm2MirrorPlan {
   /** Whole-name regexes of the consumer groups whose offsets are synced; include is [] when the
    *  flow's sync.group.offsets.enabled is false. */
   readonly groups: { readonly include: readonly string[]; readonly exclude: readonly string[] };
+  /** Principals whose topic ACLs are synced: every one (`.*`) when the flow's
+   *  sync.topic.acls.enabled is true (MirrorMaker 2's default), none when false. */
+  readonly acls: { readonly include: readonly string[] };
 }
 
 export interface Mm2NotCarried {
@@ -121,8 +124,8 @@ const RULES: readonly (readonly [RegExp, string])[] = [
   [/^(checkpoints\.topic|heartbeats\.topic|offset-syncs\.topic)\.|^offset-syncs\.|^emit\.|^offset\.lag\.max$/, INTERNAL_TOPICS],
   [/^(offset|config|status)\.storage\./, CONNECT_TOPICS],
   [/(^|\.)replication\.factor$/, REPLICATION_FACTOR],
-  [/^sync\.topic\.configs\.|^config\.propert(y|ies)\./, "kmirror copies a source topic's configs when it creates the mirror topic (minus a fixed list such as min.insync.replicas) and does not sync later changes."],
-  [/^sync\.topic\.acls\./, 'kmirror makes mirror topics read-only with a DENY WRITE ACL and does not copy the source\'s ACLs: grant your consumers READ on the destination.'],
+  [/^sync\.topic\.configs\.|^config\.propert(y|ies)\./, "kmirror always keeps a mirror topic's configs in step with its source topic's, minus a fixed list (replication throttles, min.insync.replicas, unclean leader election, the timestamp type and bounds): it cannot be turned off or given another exclude list."],
+  [/^sync\.topic\.acls\./, 'how often kmirror syncs ACLs is a worker setting (KMIRROR_DISCOVERY_INTERVAL_MS); which principals are synced follows sync.topic.acls.enabled.'],
   [/^refresh\.topics\./, 'how often kmirror looks for new topics is a worker setting: KMIRROR_DISCOVERY_INTERVAL_MS.'],
   [/^refresh\.groups\.|^sync\.group\.offsets\.interval\.seconds$/, 'how often kmirror syncs group offsets is a worker setting: KMIRROR_GROUP_SYNC_INTERVAL_MS.'],
   [/^replication\.policy\.separator$/, 'kmirror keeps topic names, so there is no separator to set.'],
@@ -503,7 +506,13 @@ function planMirror(ledger: Ledger, flow: Flow, share: (setting: Setting, flow: 
   const groupExclude = patterns('groups.exclude', excludeSetting(ledger, flow, 'groups.exclude', 'groups.blacklist'));
   const syncGroups = syncGroupsOf(ledger, flow, share);
   replicationPolicyOf(ledger, flow, share);
-  return { name, source: flow.source, destination: flow.destination, include, exclude, groups: { include: syncGroups ? groupInclude : [], exclude: groupExclude } };
+  // MirrorMaker 2 syncs every principal's READ grants (ALL as READ) by default; kmirror syncs a
+  // selected principal's topic ACLs whatever their operation — a write grant stays denied until
+  // failover — so every principal is selected when the flow synced ACLs.
+  const aclsSetting = flowSetting(ledger, flow, 'sync.topic.acls.enabled');
+  if (aclsSetting !== undefined) carry(ledger, aclsSetting);
+  const syncAcls = aclsSetting === undefined || booleanOf(aclsSetting);
+  return { name, source: flow.source, destination: flow.destination, include, exclude, groups: { include: syncGroups ? groupInclude : [], exclude: groupExclude }, acls: { include: syncAcls ? ['.*'] : [] } };
 }
 
 /** kmirror compiles patterns as JavaScript regexes (whole-name match, like MM2). A Java pattern

@@ -1,8 +1,8 @@
 // Preparing destination mirror topics (the start operation's Kafka side, DESIGN §4): resolve names
 // and patterns on the source, read each source topic's shape and configs, check a destination
-// topic that already exists is an exact prefix of its source, create the missing ones, make them
-// read-only for everyone but kmirror, and read the ISR that the start waits for.
-import kafkajs, { type AclEntry, type Admin } from 'kafkajs';
+// topic that already exists is an exact prefix of its source, create the missing ones (made
+// read-only by topic-acls.ts), and read the ISR that the start waits for.
+import kafkajs, { type Admin } from 'kafkajs';
 import { KmirrorError } from '../domain/errors.ts';
 import { nameProblem } from '../domain/names.ts';
 import { createTopicsAndWait } from './admin.ts';
@@ -12,7 +12,7 @@ import type { RawCluster } from './protocol.ts';
 import { recordChecksum } from './verify.ts';
 
 // kafkajs is CommonJS; Node's named-export detection misses its enums, so take them from the default export.
-const { AclOperationTypes, AclPermissionTypes, AclResourceTypes, ResourcePatternTypes, ConfigResourceTypes } = kafkajs;
+const { ConfigResourceTypes } = kafkajs;
 
 /**
  * Source topic configs never copied to the destination (like MirrorMaker's config.properties.exclude,
@@ -375,86 +375,6 @@ export async function createMirrorTopics(destAdmin: Admin, specs: readonly Sourc
   }));
 }
 
-export interface ReadOnlyResult {
-  /** DENY WRITE ACLs are in place for every principal allowed to write the topics, but kmirror. */
-  readonly enforced: boolean;
-  /** Principals denied (each on every topic). */
-  readonly denied: readonly string[];
-  /** Why it is not enforced (foreign writes are then only detected: DESIGN §5). */
-  readonly reason?: string;
-}
-
-const matches = (resource: { resourceName: string; resourcePatternType: number }, topic: string): boolean =>
-  resource.resourcePatternType === ResourcePatternTypes.LITERAL
-    ? resource.resourceName === '*' || resource.resourceName === topic
-    : resource.resourcePatternType === ResourcePatternTypes.PREFIXED && topic.startsWith(resource.resourceName);
-
-/** Why kmirror cannot manage the destination's ACLs, when describing them failed for a reason that
- *  means so (no authorizer; no Describe/Alter on the cluster: docs/security.md makes that grant
- *  optional); any other failure is thrown. */
-function aclsUnmanageable(err: unknown): string {
-  const failure = kafkaFailure(err, 'describe the destination ACLs');
-  if (failure.details.kafkaError === 'SECURITY_DISABLED') return 'the destination has no authorizer';
-  if (failure.code === 'CLUSTER_AUTHORIZATION_FAILED') return 'kmirror may not manage ACLs on the destination';
-  throw failure;
-}
-
-/**
- * Make mirror topics read-only: a DENY WRITE ACL on each topic for every principal that an ALLOW
- * (WRITE or ALL) lets write it, except kmirror's own. Kafka evaluates DENY before ALLOW, so those
- * principals are refused; kmirror keeps its own grants. Not enforceable (and reported so) when the
- * destination has no authorizer or allows writes to everyone (User:*), since a DENY for User:*
- * would refuse kmirror too.
- */
-export async function applyReadOnly(destAdmin: Admin, topics: readonly string[], ownPrincipal: string | undefined): Promise<ReadOnlyResult> {
-  if (topics.length === 0) return { enforced: true, denied: [] };
-  let described;
-  try {
-    described = await destAdmin.describeAcls({
-      resourceType: AclResourceTypes.TOPIC,
-      resourcePatternType: ResourcePatternTypes.ANY,
-      operation: AclOperationTypes.ANY,
-      permissionType: AclPermissionTypes.ANY,
-    });
-  } catch (err) {
-    return { enforced: false, denied: [], reason: aclsUnmanageable(err) };
-  }
-  const writers = new Set<string>();
-  const existingDenies = new Set<string>();
-  for (const resource of described.resources) {
-    for (const acl of resource.acls) {
-      const writes = acl.operation === AclOperationTypes.WRITE || acl.operation === AclOperationTypes.ALL;
-      if (!writes) continue;
-      if (acl.permissionType === AclPermissionTypes.DENY && resource.resourcePatternType === ResourcePatternTypes.LITERAL) existingDenies.add(`${resource.resourceName}\u0000${acl.principal}`);
-      if (acl.permissionType === AclPermissionTypes.ALLOW && topics.some((t) => matches(resource, t))) writers.add(acl.principal);
-    }
-  }
-  if (ownPrincipal !== undefined) writers.delete(ownPrincipal);
-  if (writers.has('User:*')) return { enforced: false, denied: [], reason: 'an ACL allows every principal (User:*) to write these topics; a DENY for User:* would refuse kmirror as well' };
-  const denied = [...writers].sort();
-  const acl: AclEntry[] = [];
-  for (const topic of topics) {
-    for (const principal of denied) {
-      if (existingDenies.has(`${topic}\u0000${principal}`)) continue;
-      acl.push({
-        resourceType: AclResourceTypes.TOPIC,
-        resourceName: topic,
-        resourcePatternType: ResourcePatternTypes.LITERAL,
-        principal,
-        host: '*',
-        operation: AclOperationTypes.WRITE,
-        permissionType: AclPermissionTypes.DENY,
-      });
-    }
-  }
-  try {
-    for (let i = 0; i < acl.length; i += 1_000) await destAdmin.createAcls({ acl: acl.slice(i, i + 1_000) });
-  } catch (err) {
-    throw kafkaFailure(err, 'create DENY WRITE ACLs on the destination');
-  }
-  return { enforced: true, denied };
-}
-
 export interface IsrStatus {
   /** Partitions whose ISR lacks a replica, as topic-partition. */
   readonly waiting: readonly string[];
@@ -519,44 +439,4 @@ export async function deletesByRetention(admin: Admin, topics: readonly string[]
   } catch (err) {
     throw kafkaFailure(err, 'describe destination topic configs');
   }
-}
-
-/**
- * Make mirror topics writable again (failover, promote): delete the DENY WRITE ACLs on them. A
- * mirror topic belongs to its mirror, so every literal DENY WRITE on it is taken as the read-only
- * guard applyReadOnly put there. Returns the principals that may write again.
- */
-export async function liftReadOnly(destAdmin: Admin, topics: readonly string[]): Promise<{ readonly lifted: readonly string[]; readonly reason?: string }> {
-  if (topics.length === 0) return { lifted: [] };
-  const wanted = new Set(topics);
-  let described;
-  try {
-    described = await destAdmin.describeAcls({
-      resourceType: AclResourceTypes.TOPIC,
-      resourcePatternType: ResourcePatternTypes.LITERAL,
-      operation: AclOperationTypes.WRITE,
-      permissionType: AclPermissionTypes.DENY,
-    });
-  } catch (err) {
-    return { lifted: [], reason: aclsUnmanageable(err) };
-  }
-  const filters = described.resources
-    .filter((r) => wanted.has(r.resourceName))
-    .flatMap((r) =>
-      r.acls.map((a) => ({
-        resourceType: AclResourceTypes.TOPIC,
-        resourceName: r.resourceName,
-        resourcePatternType: ResourcePatternTypes.LITERAL,
-        principal: a.principal,
-        host: a.host,
-        operation: AclOperationTypes.WRITE,
-        permissionType: AclPermissionTypes.DENY,
-      })),
-    );
-  try {
-    for (let i = 0; i < filters.length; i += 1_000) await destAdmin.deleteAcls({ filters: filters.slice(i, i + 1_000) });
-  } catch (err) {
-    throw kafkaFailure(err, 'delete the DENY WRITE ACLs on the destination');
-  }
-  return { lifted: [...new Set(filters.map((f) => f.principal))].sort() };
 }

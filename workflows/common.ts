@@ -39,6 +39,14 @@ export const periodic = proxyActivities<KafkaAdmin>({
   retry: { maximumAttempts: 1 },
 });
 
+/** The destination half of the runner's ACL round, which a stop waits for: it heartbeats, so a
+ *  vanished worker's attempt ends within seconds rather than at its start-to-close timeout. */
+export const aclRound = proxyActivities<KafkaAdmin>({
+  startToCloseTimeout: '2 minutes',
+  heartbeatTimeout: '10 seconds',
+  retry: { maximumAttempts: 1 },
+});
+
 /** Updates to the runner: they last as long as the runner's work (a start's alignment and ISR
  *  wait); the activity heartbeats while it waits, so a vanished worker's call is retried. */
 export const updates = proxyActivities<Runner>({

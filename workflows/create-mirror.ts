@@ -14,6 +14,9 @@ export interface CreateMirrorInput extends Requester {
   readonly destinationCluster: string;
   /** Consumer groups whose offsets are synced (whole-name patterns; default every group). */
   readonly groups?: { readonly include?: readonly string[]; readonly exclude?: readonly string[] };
+  /** Principals whose topic ACLs are synced to the destination (whole-name patterns such as
+   *  `User:orders-.*`; default none: ACL sync off). */
+  readonly acls?: { readonly include?: readonly string[]; readonly exclude?: readonly string[] };
   /** Records the source's retention removed before they were mirrored: record the loss and go on
    *  (`continue`, the default), or fail the partition until an operator accepts it (`fail`). */
   readonly onRecordsLost?: RecordsLostPolicy;
@@ -26,14 +29,26 @@ export interface CreateMirrorResult {
   readonly runnerWorkflowId: string;
 }
 
-const SHAPE = '{"mirror": string, "sourceCluster": string, "destinationCluster": string, "groups"?: {"include"?: string[], "exclude"?: string[]}, "onRecordsLost"?: "continue" | "fail", "actor"?: string, "reason"?: string}';
+const SHAPE = '{"mirror": string, "sourceCluster": string, "destinationCluster": string, "groups"?: {"include"?: string[], "exclude"?: string[]}, "acls"?: {"include"?: string[], "exclude"?: string[]}, "onRecordsLost"?: "continue" | "fail", "actor"?: string, "reason"?: string}';
 
 export async function createMirror(input: CreateMirrorInput): Promise<CreateMirrorResult> {
   for (const field of ['mirror', 'sourceCluster', 'destinationCluster'] as const) {
     if (typeof input?.[field] !== 'string') throw invalid('createMirror', `"${field}" must be a string`, SHAPE);
   }
-  if (input.groups !== undefined && (typeof input.groups !== 'object' || (input.groups.include !== undefined && !isStringArray(input.groups.include)) || (input.groups.exclude !== undefined && !isStringArray(input.groups.exclude)))) {
-    throw invalid('createMirror', '"groups" must be {"include"?: string[], "exclude"?: string[]}', SHAPE);
+  for (const field of ['groups', 'acls'] as const) {
+    const filter = input[field];
+    if (filter === undefined) continue;
+    if (typeof filter !== 'object' || filter === null || (filter.include !== undefined && !isStringArray(filter.include)) || (filter.exclude !== undefined && !isStringArray(filter.exclude))) {
+      throw invalid('createMirror', `"${field}" must be {"include"?: string[], "exclude"?: string[]}`, SHAPE);
+    }
+    // Checked before anything is recorded: a bad pattern must not leave a mirror without its filter.
+    for (const pattern of [...(filter.include ?? []), ...(filter.exclude ?? [])]) {
+      try {
+        new RegExp(pattern);
+      } catch {
+        throw ApplicationFailure.nonRetryable(`createMirror: ${field === 'groups' ? 'group' : 'principal'} pattern ${JSON.stringify(pattern)} is not a valid regular expression`, 'INVALID_TOPIC_PATTERN');
+      }
+    }
   }
   if (input.onRecordsLost !== undefined && !RECORDS_LOST_POLICIES.includes(input.onRecordsLost)) {
     throw invalid('createMirror', `"onRecordsLost" must be one of ${RECORDS_LOST_POLICIES.map((p) => `"${p}"`).join(', ')}`, SHAPE);
@@ -62,6 +77,9 @@ export async function createMirror(input: CreateMirrorInput): Promise<CreateMirr
     step = 'recording the mirror';
     await short.applyMirrorCommand({ command, metadata });
     if (groupFilter !== undefined) await short.applyMirrorCommand({ command: groupFilter, metadata });
+    if (input.acls !== undefined && (input.acls.include ?? []).length > 0) {
+      await short.applyMirrorCommand({ command: { type: 'SetAclFilter', mirror, include: [...input.acls.include!], exclude: [...(input.acls.exclude ?? [])] }, metadata });
+    }
     step = 'starting the mirror runner';
     const runner = await short.ensureRunner({ mirror });
     step = 'done';

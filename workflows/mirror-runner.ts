@@ -7,7 +7,9 @@
 // discoveryIntervalMs it looks at the source: new topics matching the mirror's include patterns
 // are started (a startTopics child, actor "kmirror"), partitions a source topic gained join
 // (destination grown first, then GrowTopic: they enter LOG_TRUNCATION), and the mirror topics'
-// configs follow their source topics' (altered, then recorded: SyncTopicConfigs). It continues as new when
+// configs follow their source topics' (altered, then recorded: SyncTopicConfigs), and so do their
+// ACLs for the principals of the mirror's ACL filter, while every writer of a mirror topic is denied
+// (SyncTopicAcls; a stop waits for that round). It continues as new when
 // Temporal suggests it, after its tasks and handlers have finished.
 //
 // Input (Temporal UI: workflow type `mirrorRunner`, id `mirror:<name>`): {"mirror": "<name>"}.
@@ -27,7 +29,7 @@ import {
   workflowInfo,
 } from '@temporalio/workflow';
 import type { MirrorCommandInput } from '../activities/event-store.ts';
-import { asFailure, dataPlane, failureOf, isStop, metadataOf, Mutex, periodic, selectionOf, setSearchAttributes, short, waits } from './common.ts';
+import { aclRound, asFailure, dataPlane, failureOf, isStop, metadataOf, Mutex, periodic, selectionOf, setSearchAttributes, short, waits } from './common.ts';
 import { pauseUpdate, progressQuery, refreshUpdate, resumeUpdate, retryUpdate, statusQuery, stopUpdate, truncateUpdate, type RunnerRequest } from './messages.ts';
 import { MirrorRunnerState, type Task } from './mirror-runner-state.ts';
 import { key } from './progress.ts';
@@ -135,8 +137,9 @@ export async function mirrorRunner(input: MirrorRunnerInput): Promise<MirrorRunn
         // Partitions already STOPPING (an interrupted stop run again) or STOPPED are left as they are.
         const stoppable = state.notIn(keys, ['STOPPING', 'STOPPED']);
         if (stoppable.length > 0) await command({ type: 'StopTopics', mirror, partitions: selectionOf(stoppable), mode: req.mode === 'promote' ? 'promote' : 'failover' }, requestMetadata(req));
-        // Copies are cancelled by the main loop; an alignment in progress finishes by itself.
-        await condition(() => state.idle(keys));
+        // Copies are cancelled by the main loop; an alignment in progress finishes by itself; an
+        // ACL round on the destination ends before the stop lifts the read-only guard.
+        await condition(() => state.idle(keys) && !guarding);
       } catch (err) {
         throw asFailure(err);
       }
@@ -283,6 +286,31 @@ export async function mirrorRunner(input: MirrorRunnerInput): Promise<MirrorRunn
     }
   };
 
+  // --- Topic ACLs (in the discovery round, after configs) ----------------------------------------
+  // The source's half may wait on a source that does not answer; the destination's half (ACL sync
+  // and the read-only guard kept current) is what a stop waits for (`guarding`): a DENY WRITE put
+  // on a topic after its stop had lifted them would leave a failed-over topic read-only. A round
+  // that starts after a stop was recorded reads the topic as STOPPING and leaves it alone.
+  let guarding = false;
+  const syncAcls = async (): Promise<void> => {
+    let source;
+    try {
+      source = (await periodic.describeSourceAcls({ mirror })).acls;
+    } catch (err) {
+      log.warn("reading the source's ACLs failed; keeping the destination's read-only guard only", { mirror, error: String(err) });
+    }
+    guarding = true;
+    try {
+      const { failed, skipped } = await aclRound.syncTopicAcls({ mirror, ...(source === undefined ? {} : { source }), metadata: system });
+      if (failed.length > 0) log.warn('ACL sync left topics out; trying again at the next interval', { mirror, failed: failed.map((f) => `${f.topic}: ${f.error.code}`).join('; ') });
+      if (skipped !== undefined) log.info('ACL sync and the read-only guard skipped', { mirror, reason: skipped });
+    } catch (err) {
+      log.warn('ACL sync failed; trying again at the next interval', { mirror, error: String(err) });
+    } finally {
+      guarding = false;
+    }
+  };
+
   // --- Consumer-group offset sync --------------------------------------------------------------
   let nextGroupSync = Date.now() + settings.groupSyncIntervalMs;
   const syncGroups = async (): Promise<void> => {
@@ -310,9 +338,11 @@ export async function mirrorRunner(input: MirrorRunnerInput): Promise<MirrorRunn
     state.changed = false;
     if (Date.now() >= nextDiscovery) {
       const withConfigs = patched('topic-config-sync');
+      const withAcls = patched('topic-acl-sync');
       beside('discovery', async () => {
         await discover();
         if (withConfigs) await syncConfigs();
+        if (withAcls) await syncAcls();
       });
     }
     if (Date.now() >= nextGroupSync) beside('groups', syncGroups);
@@ -343,7 +373,8 @@ export async function mirrorRunner(input: MirrorRunnerInput): Promise<MirrorRunn
       // New requests are refused (RUNNER_BUSY, retried by the caller) while the copies stop.
       draining = true;
       for (const scope of scopes.values()) scope.cancel();
-      await condition(() => state.runningTasks() === 0);
+      // An ACL round would outlive this run, unseen by the next one's stops.
+      await condition(() => state.runningTasks() === 0 && !guarding);
       await continueAsNew<typeof mirrorRunner>({ mirror });
     }
     const deadline = Math.min(state.nextDeadline() ?? Infinity, nextDiscovery, nextGroupSync);

@@ -9,7 +9,7 @@
 //   {"mirror": "dr-east", "topics": ["orders"], "include": ["payments\\..*"], "exclude": [], "actor": "alice"}
 import { CancellationScope, setHandler, sleep } from '@temporalio/workflow';
 import type { ResolvedTopic } from '../activities/kafka-admin.ts';
-import type { ReadOnlyResult } from '../kafka/mirror-topics.ts';
+import type { ReadOnlyResult } from '../kafka/topic-acls.ts';
 import type { CreatedTopic } from '../kafka/mirror-topics.ts';
 import { PartitionStates } from '../machines/partition.ts';
 import { asFailure, authorizeRequest, checkRequester, invalid, isStringArray, metadataOf, setSearchAttributes, short, updates } from './common.ts';

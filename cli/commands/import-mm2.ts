@@ -44,7 +44,9 @@ export function importMm2Command(ctx: CliContext): Command {
         '',
         'Each enabled flow A->B becomes mirror A-to-B: clusters A and B registered under their aliases (SASL',
         'credentials from sasl.jaas.config, sealed), the flow\'s groups/groups.exclude as the group filter',
-        '(none when sync.group.offsets.enabled is false), and topics/topics.exclude started as patterns.',
+        '(none when sync.group.offsets.enabled is false), ACL sync of every principal (none when',
+        'sync.topic.acls.enabled is false; kmirror syncs write grants too, denied until failover), and',
+        'topics/topics.exclude started as patterns.',
         'kmirror keeps topic names and offsets: with the default replication policy MirrorMaker 2 renamed',
         'topics to A.<topic>; consumers move to the original names (the output says so).',
         '',
@@ -82,7 +84,7 @@ export function importMm2Command(ctx: CliContext): Command {
         if (existing.has(mirror.name)) outcomes.set(`mirror:${mirror.name}`, 'kept');
         else {
           await awaitOperation<'createMirror'>(
-            await startOperation(temporal, 'createMirror', { mirror: mirror.name, sourceCluster: mirror.source, destinationCluster: mirror.destination, groups: { include: [...mirror.groups.include], exclude: [...mirror.groups.exclude] }, ...ctx.requester }),
+            await startOperation(temporal, 'createMirror', { mirror: mirror.name, sourceCluster: mirror.source, destinationCluster: mirror.destination, groups: { include: [...mirror.groups.include], exclude: [...mirror.groups.exclude] }, acls: { include: [...mirror.acls.include] }, ...ctx.requester }),
           );
           outcomes.set(`mirror:${mirror.name}`, 'created');
         }
@@ -111,7 +113,7 @@ function printPlan(ctx: CliContext, plan: Mm2ImportPlan, outcomes: ReadonlyMap<s
   ctx.print('');
   ctx.print(
     table(
-      ['MIRROR', 'FROM', 'TO', 'TOPICS', 'EXCLUDE', 'GROUPS', dryRun ? 'PLAN' : 'DONE'],
+      ['MIRROR', 'FROM', 'TO', 'TOPICS', 'EXCLUDE', 'GROUPS', 'ACLS', dryRun ? 'PLAN' : 'DONE'],
       plan.mirrors.map((m) => [
         m.name,
         m.source,
@@ -119,6 +121,7 @@ function printPlan(ctx: CliContext, plan: Mm2ImportPlan, outcomes: ReadonlyMap<s
         m.include.join(', '),
         m.exclude.join(', ') || '-',
         m.groups.include.length === 0 ? 'none' : `${m.groups.include.join(', ')}${m.groups.exclude.length > 0 ? ` except ${m.groups.exclude.join(', ')}` : ''}`,
+        m.acls.include.length === 0 ? 'none' : m.acls.include.join(', '),
         dryRun ? 'create, start' : `${outcome(`mirror:${m.name}`)}${started[m.name] ? `, started ${started[m.name]!.topics} topic(s), ${started[m.name]!.partitions} partition(s)` : ''}`,
       ]),
     ),

@@ -48,12 +48,17 @@ export interface DescribedMirror {
   readonly exclude: readonly string[];
   /** What the copier does with records the source's retention removed before they were mirrored. */
   readonly onRecordsLost: RecordsLostPolicy;
+  /** Consumer groups whose offsets are synced, and principals whose topic ACLs are (whole-name patterns). */
+  readonly groups: { readonly include: readonly string[]; readonly exclude: readonly string[] };
+  readonly acls: { readonly include: readonly string[]; readonly exclude: readonly string[] };
   /** Whether each cluster answered (offsets are null where it did not). */
   readonly clusters: { readonly source: ClusterReach; readonly destination: ClusterReach };
   readonly partitions: readonly DescribedPartition[];
 }
 
 const key = partitionKey;
+const filterText = (f: { readonly include: readonly string[]; readonly exclude: readonly string[] }): string =>
+  f.include.length === 0 ? 'none' : `${f.include.join(' ')}${f.exclude.length > 0 ? ` except ${f.exclude.join(' ')}` : ''}`;
 
 /** End offsets of the partitions on one cluster (kafka/offsets.ts). A cluster that does not answer
  *  is reported, not thrown. */
@@ -100,6 +105,8 @@ export async function describeLive(ctx: CliContext, mirror: string, options: { f
     include: d.include,
     exclude: d.exclude,
     onRecordsLost: d.onRecordsLost,
+    groups: { include: d.groupInclude, exclude: d.groupExclude },
+    acls: { include: d.aclInclude, exclude: d.aclExclude },
     clusters: { source: source.reach, destination: destination.reach },
     partitions,
   };
@@ -127,6 +134,7 @@ function printDescribed(ctx: CliContext, d: DescribedMirror): void {
     [
       `mirror ${d.name} (${d.state}): ${reach(d.clusters.source)} → ${reach(d.clusters.destination)}`,
       `  include: ${d.include.join(' ') || '-'}   exclude: ${d.exclude.join(' ') || '-'}   records lost to source retention: ${d.onRecordsLost === 'fail' ? 'fail the partition' : 'record and continue'}`,
+      `  groups synced: ${filterText(d.groups)}   ACLs synced for: ${filterText(d.acls)}`,
       `  partitions: ${[...states].map(([s, n]) => `${n} ${s}`).join(', ') || 'none'}`,
       // A lag nobody could read is unknown, never 0 (which reads as "safe to fail over").
       `  lag: ${

@@ -115,19 +115,26 @@ export function operationCommands(ctx: CliContext): Command[] {
     .requiredOption('--destination <cluster>', 'the registered cluster to mirror into')
     .option('--group-include <regex>', 'consumer groups whose offsets are synced (repeatable; default every group)', collect)
     .option('--group-exclude <regex>', 'consumer groups left out (repeatable)', collect)
+    .option('--acl-include <regex>', "principals (e.g. 'User:orders-.*') whose ACLs on the mirrored topics are synced to the destination (repeatable; default none: ACL sync off)", collect)
+    .option('--acl-exclude <regex>', 'principals left out of ACL sync (repeatable)', collect)
     .addOption(
       new Option('--on-records-lost <policy>', "when the source's retention removed records before they were mirrored: record the range and continue, or fail the partition until `kmirror retry --accept-records-lost`")
         .choices([...RECORDS_LOST_POLICIES])
         .default('continue'),
     )
     .option('--no-wait', 'print the workflow id and return at once (before the workflow has checked the request: follow it with the printed link)')
-    .addHelpText('after', '\nExamples:\n  kmirror create dr-east --source east --destination west --reason "DR for the east region"\n  kmirror create ledger --source east --destination west --on-records-lost fail')
-    .action(async (mirror: string, options: WaitOptions & { source: string; destination: string; groupInclude?: string[]; groupExclude?: string[]; onRecordsLost: RecordsLostPolicy }) => {
+    .addHelpText(
+      'after',
+      `\nExamples:\n  kmirror create dr-east --source east --destination west --reason "DR for the east region"\n  kmirror create ledger --source east --destination west --on-records-lost fail\n  kmirror create dr-east --source east --destination west --acl-include 'User:.*' --acl-exclude 'User:admin'`,
+    )
+    .action(async (mirror: string, options: WaitOptions & { source: string; destination: string; groupInclude?: string[]; groupExclude?: string[]; aclInclude?: string[]; aclExclude?: string[]; onRecordsLost: RecordsLostPolicy }) => {
       const groups =
         options.groupInclude === undefined && options.groupExclude === undefined
           ? {}
           : { groups: { ...(options.groupInclude ? { include: options.groupInclude } : {}), ...(options.groupExclude ? { exclude: options.groupExclude } : {}) } };
-      const input = { mirror, sourceCluster: options.source, destinationCluster: options.destination, ...groups, onRecordsLost: options.onRecordsLost, ...ctx.requester };
+      if (options.aclExclude !== undefined && options.aclInclude === undefined) throw new KmirrorError('INVALID_ARGUMENT', '--acl-exclude narrows --acl-include: name the principals to sync with --acl-include');
+      const acls = options.aclInclude === undefined ? {} : { acls: { include: options.aclInclude, ...(options.aclExclude ? { exclude: options.aclExclude } : {}) } };
+      const input = { mirror, sourceCluster: options.source, destinationCluster: options.destination, ...groups, ...acls, onRecordsLost: options.onRecordsLost, ...ctx.requester };
       const result = await operate(ctx, 'createMirror', input, options, `create ${mirror}`);
       if (result === undefined || ctx.json) return;
       const r: CreateMirrorResult = result;

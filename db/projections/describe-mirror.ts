@@ -33,6 +33,9 @@ export interface MirrorDescription {
   readonly exclude: readonly string[];
   readonly groupInclude: readonly string[];
   readonly groupExclude: readonly string[];
+  /** Principals whose topic ACLs are synced (none: ACL sync off). */
+  readonly aclInclude: readonly string[];
+  readonly aclExclude: readonly string[];
   /** What the copier does when the source's retention removed records before they were mirrored. */
   readonly onRecordsLost: RecordsLostPolicy;
   readonly createdAt: string;
@@ -82,6 +85,8 @@ export async function describeMirror(db: Db | Trx, name: string, options: { read
     exclude: mirror.exclude,
     groupInclude: mirror.group_include,
     groupExclude: mirror.group_exclude,
+    aclInclude: mirror.acl_include,
+    aclExclude: mirror.acl_exclude,
     onRecordsLost: losses.policy,
     createdAt: mirror.created_at.toISOString(),
     updatedAt: mirror.updated_at.toISOString(),

@@ -73,6 +73,8 @@ export function mirrorRow(mirror: Mirror, createdAt: Date, updatedAt: Date): New
     exclude: JSON.stringify(mirror.exclude),
     group_include: JSON.stringify(mirror.groupInclude),
     group_exclude: JSON.stringify(mirror.groupExclude),
+    acl_include: JSON.stringify(mirror.aclInclude),
+    acl_exclude: JSON.stringify(mirror.aclExclude),
     created_at: createdAt,
     updated_at: updatedAt,
   };
@@ -88,6 +90,8 @@ export function mirrorFromRow(row: MirrorRow): Omit<Mirror, 'topics'> {
     exclude: row.exclude,
     groupInclude: row.group_include,
     groupExclude: row.group_exclude,
+    aclInclude: row.acl_include,
+    aclExclude: row.acl_exclude,
   };
 }
 
@@ -150,6 +154,8 @@ export function collectMirrorChanges(changes: MirrorChanges, event: MirrorEvent,
     case 'MirrorDeletionStarted':
     case 'IsrWaitOverridden':
     case 'MirrorGroupFilterChanged':
+    case 'MirrorAclFilterChanged':
+    case 'MirrorTopicAclsSynced':
     case 'FailbackTopicPrepared':
     case 'PartitionRecordsLost':
     case 'RecordsLossAccepted':

@@ -29,6 +29,8 @@ export async function writeMirrorChanges(trx: Trx, mirror: Mirror, changes: Mirr
         exclude: row.exclude,
         group_include: row.group_include!,
         group_exclude: row.group_exclude!,
+        acl_include: row.acl_include!,
+        acl_exclude: row.acl_exclude!,
         created_at: row.created_at,
         updated_at: row.updated_at,
       }),

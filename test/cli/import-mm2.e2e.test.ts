@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readVar } from '../../config.ts';
 import { listClusters } from '../../db/cluster-store.ts';
+import { describeMirror } from '../../db/projections/describe-mirror.ts';
 import { verifyPartition } from '../../kafka/verify.ts';
 import { controlPlane, kmirrorOn, type ControlPlane } from '../support/control-plane.ts';
 import { messages, sendAll } from '../support/mirror-fixture.ts';
@@ -84,6 +85,8 @@ describe('kmirror import-mm2', () => {
     const result = JSON.parse(imported.stdout) as { outcomes: Record<string, string>; started: Record<string, { topics: number; partitions: number }> };
     expect(result.outcomes).toEqual({ [`cluster:${east}`]: 'registered', [`cluster:${west}`]: 'registered', [`mirror:${mirror}`]: 'created' });
     expect(result.started[mirror]).toEqual({ topics: 2, partitions: 4 });
+    // sync.topic.acls.enabled is MirrorMaker 2's default true: every principal's topic ACLs are synced.
+    expect(await describeMirror(t.db, mirror)).toMatchObject({ aclInclude: ['.*'], aclExclude: [], groupInclude: ['app-.*'] });
 
     // The flow's topics arrive record by record at the same offsets; the excluded one never does.
     for (const topic of [included, alsoIncluded]) {

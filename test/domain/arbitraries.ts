@@ -19,6 +19,8 @@ export function mirrorCommands(mirror: string, topics: readonly string[], cluste
     fc.subarray([...topics, 'unknown'], { minLength: 1 }).map((names): MirrorCommand => ({ type: 'OverrideIsrWait', mirror, topics: names })),
     fc.constantFrom(...topics, 'unknown').map((topic): MirrorCommand => ({ type: 'SyncTopicConfigs', mirror, topic, set: { 'retention.ms': '86400000' }, removed: ['cleanup.policy'] })),
     fc.constantFrom<MirrorCommand>({ type: 'SetGroupFilter', mirror, include: ['app-.*'], exclude: [] }, { type: 'SetGroupFilter', mirror, include: ['.*'], exclude: ['tmp-.*'] }),
+    fc.constantFrom<MirrorCommand>({ type: 'SetAclFilter', mirror, include: ['User:app-.*'], exclude: [] }, { type: 'SetAclFilter', mirror, include: [], exclude: [] }),
+    fc.constantFrom(...topics, 'unknown').map((topic): MirrorCommand => ({ type: 'SyncTopicAcls', mirror, topic, granted: [{ principal: 'User:app', host: '*', operation: 'READ', permission: 'ALLOW' }], revoked: [], denied: ['User:app'] })),
     selection.map((partitions): MirrorCommand => ({ type: 'CompleteTruncation', mirror, partitions })),
     selection.map((partitions): MirrorCommand => ({ type: 'PauseTopics', mirror, partitions })),
     selection.map((partitions): MirrorCommand => ({ type: 'CompletePause', mirror, partitions })),

@@ -220,6 +220,26 @@ describe('SyncTopicConfigs', () => {
   });
 });
 
+describe('ACL filter and ACL sync', () => {
+  it('SetAclFilter records the principal patterns; a bad pattern is refused', () => {
+    given(...mirroring).when({ type: 'SetAclFilter', mirror: M, include: ['User:app-.*'], exclude: ['User:app-admin'] }).then([{ type: 'MirrorAclFilterChanged', data: { include: ['User:app-.*'], exclude: ['User:app-admin'] } }]);
+    const state = fold(initialMirror(M), [...mirroring, { type: 'MirrorAclFilterChanged', data: { include: ['User:a'], exclude: [] } }]);
+    expect(state).toMatchObject({ aclInclude: ['User:a'], aclExclude: [] });
+    expect(fold(initialMirror(M), mirroring)).toMatchObject({ aclInclude: [], aclExclude: [] });
+    given(...mirroring).when({ type: 'SetAclFilter', mirror: M, include: ['User:('], exclude: [] }).thenFails('INVALID_TOPIC_PATTERN', /principal pattern/);
+  });
+
+  it('SyncTopicAcls records what was granted, revoked and denied; no partition changes; an empty or malformed change is refused', () => {
+    const change = { topic: 'orders', granted: [{ principal: 'User:app', host: '*', operation: 'READ' as const, permission: 'ALLOW' as const }], revoked: [], denied: ['User:writer'] };
+    given(...mirroring).when({ type: 'SyncTopicAcls', mirror: M, ...change }).then([{ type: 'MirrorTopicAclsSynced', data: change }]);
+    expect(fold(initialMirror(M), [...mirroring, { type: 'MirrorTopicAclsSynced', data: change }])).toEqual(fold(initialMirror(M), mirroring));
+    given(...mirroring).when({ type: 'SyncTopicAcls', mirror: M, topic: 'nope', granted: [], revoked: [], denied: ['User:x'] }).thenFails('TOPIC_NOT_IN_CLUSTER_MIRROR');
+    given(...mirroring).when({ type: 'SyncTopicAcls', mirror: M, topic: 'orders', granted: [], revoked: [], denied: [] }).thenFails('INVALID_ARGUMENT', /nothing was granted/);
+    const bad = { principal: 'User:app', host: '*', operation: 'FLY', permission: 'ALLOW' } as unknown as (typeof change.granted)[number];
+    given(...mirroring).when({ type: 'SyncTopicAcls', mirror: M, topic: 'orders', granted: [bad], revoked: [], denied: [] }).thenFails('INVALID_ARGUMENT', /is not a topic ACL/);
+  });
+});
+
 describe('RecordLastMirrored', () => {
   const big = (1n << 62n) + 7n;
   const record = (offset: bigint): MirrorCommand => ({

@@ -143,6 +143,7 @@ describe("planMm2Import: Kafka's config/connect-mirror-maker.properties", () => 
       include: ['.*'],
       exclude: TOPICS_EXCLUDE_DEFAULT,
       groups: { include: [], exclude: GROUPS_EXCLUDE_DEFAULT },
+      acls: { include: ['.*'] }, // sync.topic.acls.enabled defaults to true
     });
     expect(p.mirrors).toEqual([mirror('A', 'B')]);
     expect(notCarried(p, 'B->A.enabled')).toEqual({ key: 'B->A.enabled', value: 'true', reason: expect.stringMatching(/not imported: kmirror keeps topic names and offsets, and A already sends its topics to B.*back into their own source.*one way at a time.*failback/) });
@@ -188,7 +189,7 @@ describe('planMm2Import: the geo-replication examples of the Kafka operations do
       ['us-east', ['broker5-east:9092']],
     ]);
     expect(p.mirrors).toEqual([
-      { name: 'us-west-to-us-east', source: 'us-west', destination: 'us-east', include: ['.*'], exclude: TOPICS_EXCLUDE_DEFAULT, groups: { include: [], exclude: GROUPS_EXCLUDE_DEFAULT } },
+      { name: 'us-west-to-us-east', source: 'us-west', destination: 'us-east', include: ['.*'], exclude: TOPICS_EXCLUDE_DEFAULT, groups: { include: [], exclude: GROUPS_EXCLUDE_DEFAULT }, acls: { include: ['.*'] } },
     ]);
     expect(p.notCarried.map((n) => n.key)).toEqual(['replication.policy.class', 'sync.group.offsets.enabled']);
     expect(notCarried(p, 'replication.policy.class')!.reason).toContain('us-west.<topic> on us-east');
@@ -196,6 +197,12 @@ describe('planMm2Import: the geo-replication examples of the Kafka operations do
     const synced = plan(`${GEO_FLOW}sync.group.offsets.enabled = true\n`);
     expect(synced.mirrors[0]!.groups).toEqual({ include: ['.*'], exclude: GROUPS_EXCLUDE_DEFAULT });
     expect(synced.notCarried.map((n) => n.key)).toEqual(['replication.policy.class']);
+
+    // ACL sync follows sync.topic.acls.enabled (a flow may turn it off); its interval is the worker's.
+    const noAcls = plan(`${GEO_FLOW}us-west->us-east.sync.topic.acls.enabled = false\nsync.topic.acls.interval.seconds = 60\n`);
+    expect(noAcls.mirrors[0]!.acls).toEqual({ include: [] });
+    expect(notCarried(noAcls, 'sync.topic.acls.interval.seconds')!.reason).toMatch(/KMIRROR_DISCOVERY_INTERVAL_MS/);
+    expect(notCarried(noAcls, 'us-west->us-east.sync.topic.acls.enabled')).toBeUndefined();
   });
 
   it('refuses the "Configuration File Syntax" example as printed: end-of-line comments, then the us.east typo', () => {
@@ -444,7 +451,6 @@ oauth.token = abc
       'refresh.topics.interval.seconds',
       'replication.policy.class',
       'sync.group.offsets.enabled',
-      'sync.topic.acls.enabled',
       'sync.topic.configs.enabled',
       'us-west.client.id',
       'us-west.metadata.max.age.ms',
@@ -452,7 +458,7 @@ oauth.token = abc
     ]);
     expect(reasons['Us-east.bootstrap.servers']).toMatch(/^Us-east is not in clusters/);
     expect(reasons['refresh.topics.interval.seconds']).toMatch(/KMIRROR_DISCOVERY_INTERVAL_MS/);
-    expect(reasons['sync.topic.acls.enabled']).toMatch(/read-only with a DENY WRITE ACL/);
+    expect(reasons['sync.topic.configs.enabled']).toMatch(/always keeps a mirror topic's configs in step/);
     expect(reasons['my.custom.setting']).toBe('not a MirrorMaker 2 setting kmirror knows: check whether your migration depends on it.');
     expect(reasons['us-west.metadata.max.age.ms']).toMatch(/setting of cluster us-west: kmirror tunes its own Kafka clients/);
     expect(notCarried(p, 'oauth.token')?.value).toBe('[redacted]');

@@ -306,6 +306,71 @@ describe('destination topics', () => {
     expect((await readStream(t.db, mirrorStreamId(mirror))).filter((e) => e.type === 'MirrorTopicConfigsSynced')).toHaveLength(1);
   });
 
+  it("ACL sync: the source's ACLs on a mirror topic for the filtered principals are granted on the destination and revoked with the source's; a writer granted after start is denied at the next round; after failover nothing is put back", async () => {
+    const mirror = randomName('m');
+    const { AclOperationTypes, AclPermissionTypes, AclResourceTypes, ResourcePatternTypes } = kafkajs;
+    await run('createMirror', { mirror, sourceCluster: 'src', destinationCluster: 'dst', acls: { include: ['User:sync-.*'], exclude: ['User:sync-admin'] } });
+    const topic = await t.sourceTopic();
+    const acl = (name: string, principal: string, operation: 'READ' | 'WRITE', pattern: 'LITERAL' | 'PREFIXED' = 'LITERAL', permission: 'ALLOW' | 'DENY' = 'ALLOW') => ({
+      resourceType: AclResourceTypes.TOPIC,
+      resourceName: name,
+      resourcePatternType: ResourcePatternTypes[pattern],
+      principal,
+      host: '*',
+      operation: AclOperationTypes[operation],
+      permissionType: AclPermissionTypes[permission],
+    });
+    const reader = acl(topic, 'User:sync-reader', 'READ');
+    await t.sourceAdmin.createAcls({
+      acl: [reader, acl(topic.slice(0, 8), 'User:sync-writer', 'WRITE', 'PREFIXED'), acl(topic, 'User:sync-admin', 'READ'), acl(topic, 'User:other', 'READ')],
+    });
+    // The destination's ACLs on the topic, literal ones, as "principal operation permission".
+    const onDestination = async () => {
+      const { resources } = await t.destAdmin.describeAcls({ resourceType: AclResourceTypes.TOPIC, resourceName: topic, resourcePatternType: ResourcePatternTypes.LITERAL, operation: AclOperationTypes.ANY, permissionType: AclPermissionTypes.ANY });
+      const name = (n: number, of: Record<string, number | string>) => Object.keys(of).find((k) => of[k] === n);
+      return resources.flatMap((r) => r.acls.map((a) => `${a.principal} ${name(a.operation, AclOperationTypes)} ${name(a.permissionType, AclPermissionTypes)}`)).sort();
+    };
+    try {
+      await run('startTopics', { mirror, topics: [topic] });
+      // Synced (the prefixed grant as a literal one on the topic), and the synced writer denied.
+      await expect
+        .poll(onDestination, { timeout: 30_000, interval: 500 })
+        .toEqual(['User:app WRITE DENY', 'User:sync-reader READ ALLOW', 'User:sync-writer WRITE ALLOW', 'User:sync-writer WRITE DENY']);
+      const synced = (await readStream(t.db, mirrorStreamId(mirror))).filter((e) => e.type === 'MirrorTopicAclsSynced');
+      expect(synced.map((e) => e.data)).toEqual([
+        {
+          topic,
+          granted: [
+            { principal: 'User:sync-reader', host: '*', operation: 'READ', permission: 'ALLOW' },
+            { principal: 'User:sync-writer', host: '*', operation: 'WRITE', permission: 'ALLOW' },
+          ],
+          revoked: [],
+          denied: ['User:sync-writer'],
+        },
+      ]);
+      expect(synced[0]!.metadata).toMatchObject({ actor: 'kmirror', reason: expect.stringContaining('ACL sync') });
+
+      // Revoked on the source → revoked on the destination; a writer granted on the destination by
+      // hand after the start is denied.
+      await t.sourceAdmin.deleteAcls({ filters: [reader] });
+      await t.destAdmin.createAcls({ acl: [acl(topic, 'User:late-writer', 'WRITE')] });
+      await expect
+        .poll(onDestination, { timeout: 30_000, interval: 500 })
+        .toEqual(['User:app WRITE DENY', 'User:late-writer WRITE ALLOW', 'User:late-writer WRITE DENY', 'User:sync-writer WRITE ALLOW', 'User:sync-writer WRITE DENY']);
+
+      // Failover lifts every DENY WRITE; the rounds after it leave the failed-over topic alone.
+      await run('failover', { mirror, topics: [topic] });
+      expect(await onDestination()).toEqual(['User:late-writer WRITE ALLOW', 'User:sync-writer WRITE ALLOW']);
+      const events = (await readStream(t.db, mirrorStreamId(mirror))).length;
+      await new Promise((r) => setTimeout(r, 5_000));
+      expect(await onDestination()).toEqual(['User:late-writer WRITE ALLOW', 'User:sync-writer WRITE ALLOW']);
+      expect((await readStream(t.db, mirrorStreamId(mirror))).length).toBe(events);
+    } finally {
+      await t.sourceAdmin.deleteAcls({ filters: [acl(topic, 'User:sync-reader', 'READ'), acl(topic.slice(0, 8), 'User:sync-writer', 'WRITE', 'PREFIXED'), acl(topic, 'User:sync-admin', 'READ'), acl(topic, 'User:other', 'READ')] });
+      await t.destAdmin.deleteAcls({ filters: [acl(topic, 'User:sync-writer', 'WRITE'), acl(topic, 'User:late-writer', 'WRITE')] });
+    }
+  });
+
   it('start refuses a destination topic that is not an exact prefix of its source, appending nothing; a prefix is continued', async () => {
     const mirror = randomName('m');
     await run('createMirror', { mirror, sourceCluster: 'src', destinationCluster: 'dst' });

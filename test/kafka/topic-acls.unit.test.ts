@@ -1,0 +1,84 @@
+// aclPlan (kafka/topic-acls.ts): which ACLs one mirror topic gets on the destination — synced from
+// the source for the filtered principals, revoked when the source no longer has them, and a DENY
+// WRITE for every other writer (the read-only guard kept current).
+import { describe, expect, it } from 'vitest';
+import { aclPlan, principalFilter, type TopicAclBinding } from '../../kafka/topic-acls.ts';
+
+const binding = (principal: string, operation: TopicAclBinding['operation'], extra: Partial<TopicAclBinding> = {}): TopicAclBinding => ({
+  pattern: 'LITERAL',
+  name: 'orders',
+  principal,
+  host: '*',
+  operation,
+  permission: 'ALLOW',
+  ...extra,
+});
+const apps = principalFilter({ include: ['User:app-.*'], exclude: ['User:app-admin'] });
+const own = 'User:kmirror';
+
+describe('principalFilter', () => {
+  it('matches whole names: include minus exclude; no include matches nobody', () => {
+    expect(['User:app-a', 'User:app-admin', 'User:xapp-a', 'User:app'].filter(apps)).toEqual(['User:app-a']);
+    expect(principalFilter({ include: [], exclude: [] })('User:app-a')).toBe(false);
+    expect(() => principalFilter({ include: ['User:('], exclude: [] })).toThrow(/principal pattern/);
+  });
+});
+
+describe('aclPlan', () => {
+  it('grants the source ACLs that apply to the topic (literal, `*` and prefixed) as literal ACLs, for filtered principals only', () => {
+    const source = [
+      binding('User:app-a', 'READ'),
+      binding('User:app-b', 'DESCRIBE', { name: '*' }),
+      binding('User:app-c', 'READ', { pattern: 'PREFIXED', name: 'ord' }),
+      binding('User:app-d', 'READ', { pattern: 'PREFIXED', name: 'pay' }), // another topic
+      binding('User:app-e', 'READ', { name: 'payments' }), // another topic
+      binding('User:app-admin', 'ALL'), // excluded principal
+      binding('User:other', 'READ'), // not included
+    ];
+    const plan = aclPlan('orders', source, [], apps, own);
+    expect(plan.grant).toEqual([
+      { principal: 'User:app-a', host: '*', operation: 'READ', permission: 'ALLOW' },
+      { principal: 'User:app-b', host: '*', operation: 'DESCRIBE', permission: 'ALLOW' },
+      { principal: 'User:app-c', host: '*', operation: 'READ', permission: 'ALLOW' },
+    ]);
+    expect(plan.revoke).toEqual([]);
+    expect(plan.deny).toEqual([]);
+  });
+
+  it('an ALLOW WRITE synced from the source is denied in the same plan (the guard goes first); a source DENY other than WRITE is synced', () => {
+    const plan = aclPlan('orders', [binding('User:app-w', 'WRITE'), binding('User:app-x', 'READ', { permission: 'DENY' })], [], apps, own);
+    expect(plan.grant).toEqual([
+      { principal: 'User:app-w', host: '*', operation: 'WRITE', permission: 'ALLOW' },
+      { principal: 'User:app-x', host: '*', operation: 'READ', permission: 'DENY' },
+    ]);
+    expect(plan.deny).toEqual(['User:app-w']);
+  });
+
+  it('never syncs a DENY WRITE (the guard\'s kind, lifted at failover) nor an ALLOW WRITE for User:*', () => {
+    const plan = aclPlan('orders', [binding('User:app-w', 'WRITE', { permission: 'DENY' }), binding('User:*', 'ALL')], [], principalFilter({ include: ['.*'], exclude: [] }), own);
+    expect(plan).toEqual({ topic: 'orders', grant: [], revoke: [], deny: [] });
+  });
+
+  it('revokes a filtered principal\'s literal ACL the source no longer has; leaves other principals\', prefixed ones and the guard alone', () => {
+    const destination = [
+      binding('User:app-a', 'READ'), // gone from the source
+      binding('User:app-b', 'READ'), // still there
+      binding('User:other', 'READ'), // not filtered
+      binding('User:app-c', 'READ', { pattern: 'PREFIXED', name: 'ord' }), // the destination's own pattern
+      binding('User:app-w', 'WRITE', { permission: 'DENY' }), // the guard
+    ];
+    const plan = aclPlan('orders', [binding('User:app-b', 'READ')], destination, apps, own);
+    expect(plan.grant).toEqual([]);
+    expect(plan.revoke).toEqual([{ principal: 'User:app-a', host: '*', operation: 'READ', permission: 'ALLOW' }]);
+  });
+
+  it('without the source\'s ACLs (sync off or unreadable) nothing is granted or revoked, and the guard is still kept', () => {
+    const destination = [binding('User:app-a', 'READ'), binding('User:late-writer', 'WRITE', { pattern: 'PREFIXED', name: 'o' }), binding(own, 'ALL'), binding('User:old', 'WRITE'), binding('User:old', 'WRITE', { permission: 'DENY' })];
+    expect(aclPlan('orders', undefined, destination, apps, own)).toEqual({ topic: 'orders', grant: [], revoke: [], deny: ['User:late-writer'] });
+  });
+
+  it('a topic every principal may write cannot be guarded: no DENY, no synced write grant, and it says why', () => {
+    const plan = aclPlan('orders', [binding('User:app-w', 'WRITE')], [binding('User:*', 'WRITE', { name: '*' })], apps, own);
+    expect(plan).toMatchObject({ grant: [], deny: [], unguarded: expect.stringMatching(/User:\*/) });
+  });
+});
