@@ -9,8 +9,8 @@ import { createDatabase } from '../db/connect.ts';
 import type { Db } from '../db/database.ts';
 import { migrateToLatest } from '../db/migrate.ts';
 import type { Output } from '../errors-output.ts';
-import { authorize } from '../db/acl-store.ts';
-import { requirementsOf, type READING_COMMANDS } from '../domain/authorization.ts';
+import { authorize, loadGrants } from '../db/acl-store.ts';
+import { missingGrants, requirementsOf, type READING_COMMANDS } from '../domain/authorization.ts';
 
 type ReadingCommand = (typeof READING_COMMANDS)[number];
 
@@ -101,6 +101,14 @@ export class CliContext {
   async authorizeRead(command: ReadingCommand, mirror: string, topics: readonly string[] = []): Promise<void> {
     if (!this.config.authorization) return;
     await authorize(await this.db(), { principal: this.actor, workflow: command, mirror, required: requirementsOf(command, mirror, topics) }, this.requester);
+  }
+
+  /** The mirrors among `mirrors` the actor may see (DESCRIBE on each; KIP-1279: listing is
+   *  filtered by DESCRIBE). Authorization off: all of them. Not a refusal: nothing is recorded. */
+  async describable<M extends { readonly name: string }>(mirrors: readonly M[]): Promise<M[]> {
+    if (!this.config.authorization) return [...mirrors];
+    const { state } = await loadGrants(await this.db());
+    return mirrors.filter((m) => missingGrants(state, this.actor, requirementsOf('list', m.name)).length === 0);
   }
 
   async temporal(): Promise<TemporalClient> {

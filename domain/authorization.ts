@@ -86,7 +86,7 @@ export function missingGrants(grants: readonly AclGrant[], principal: string, re
 
 /** Workflows with a dry run, and the CLI's reading commands: DESCRIBE is what they need to read. */
 const DRY_RUNS = new Set(['failover', 'promote', 'failback']);
-export const READING_COMMANDS = ['describe', 'history', 'groups', 'verify', 'offsets-for-time'] as const;
+export const READING_COMMANDS = ['list', 'describe', 'history', 'groups', 'verify', 'offsets-for-time'] as const;
 
 /** What an operation workflow or a reading command needs (DESIGN §8). `topics`: the topics it
  *  names, resolved (a pattern start passes `*`); absent for operations on the mirror as a whole.

@@ -190,7 +190,7 @@ export function mirrorCommands(ctx: CliContext): Command[] {
     .description('list the mirrors, with their clusters and partitions by state')
     .addHelpText('after', '\nExample:\n  kmirror list --json')
     .action(async () => {
-      const mirrors = await listMirrors(await ctx.db());
+      const mirrors = await ctx.describable(await listMirrors(await ctx.db()));
       if (ctx.json) return ctx.printJson(mirrors);
       if (mirrors.length === 0) return ctx.print('no mirrors (kmirror create --help)');
       ctx.print(

@@ -115,7 +115,11 @@ describe('authorization (KMIRROR_AUTHORIZATION=true)', () => {
     const unknown = randomName('no-such-mirror');
     for (const command of ['describe', 'history', 'groups', 'verify']) expect(await refusedCode(command, unknown), command).toBe('CLUSTER_MIRROR_AUTHORIZATION_FAILED');
 
+    // `list` shows only the mirrors the actor may describe (KIP-1279: listing is filtered by DESCRIBE).
+    const listed = async () => (JSON.parse((await as('list')).stdout) as { name: string }[]).map((m) => m.name);
+    expect(await listed()).not.toContain(mirror);
     expect((await cli(['acl', 'add', '--principal', 'dana', '--operation', 'DESCRIBE', '--mirror', mirror, '--actor', 'admin'])).code).toBe(0);
+    expect(await listed()).toEqual([mirror]);
     for (const command of [['describe', mirror], ['history', mirror], ['groups', mirror]]) expect(await refusedCode(...command), command[0]).toBe('ran');
     // verify and a dry run read the topic's records: READ on it too.
     expect(await refusedCode('verify', mirror)).toBe('CLUSTER_MIRROR_AUTHORIZATION_FAILED');
