@@ -38,6 +38,10 @@ export interface MirrorView {
   readonly destinationCluster: string | null;
   readonly include: readonly string[];
   readonly exclude: readonly string[];
+  /** Consumer groups whose offsets are synced; principals whose topic ACLs are (absent in results
+   *  recorded before 2026-12-08). */
+  readonly groups?: { readonly include: readonly string[]; readonly exclude: readonly string[] };
+  readonly acls?: { readonly include: readonly string[]; readonly exclude: readonly string[] };
   readonly topics: readonly TopicView[];
 }
 
@@ -76,6 +80,8 @@ function mirrorView(mirror: Mirror): MirrorView {
     destinationCluster: mirror.destinationCluster,
     include: [...mirror.include],
     exclude: [...mirror.exclude],
+    groups: { include: [...mirror.groupInclude], exclude: [...mirror.groupExclude] },
+    acls: { include: [...mirror.aclInclude], exclude: [...mirror.aclExclude] },
     topics: exists ? topicViews(mirror) : [],
   };
 }
@@ -151,9 +157,9 @@ export function createEventStoreActivities(deps: { readonly db: Db; readonly aut
       }));
     },
 
-    /** The mirror with every partition's state; UNKNOWN_CLUSTER_MIRROR unless it exists. */
-    async requireMirror(input: { readonly mirror: string }): Promise<MirrorView> {
-      const loaded = await loadMirror(db, input.mirror, 'all');
+    /** The mirror with every partition's state (of `topics`, when given); UNKNOWN_CLUSTER_MIRROR unless it exists. */
+    async requireMirror(input: { readonly mirror: string; readonly topics?: readonly string[] }): Promise<MirrorView> {
+      const loaded = await loadMirror(db, input.mirror, input.topics ?? 'all');
       const view = mirrorView(loaded.state);
       if (view.state === null) throw new KmirrorError('UNKNOWN_CLUSTER_MIRROR', `mirror ${input.mirror} does not exist`, { mirror: input.mirror });
       return view;

@@ -54,3 +54,9 @@ export function fitTo(line: string, columns: number | undefined): string {
   if (columns === undefined || columns < 10 || line.length < columns) return line;
   return `${line.slice(0, columns - 2)}…`;
 }
+
+/** A group or principal filter for people: its include patterns, `except` its exclude ones; `none`
+ *  when nothing is included. */
+export function filterText(f: { readonly include: readonly string[]; readonly exclude: readonly string[] }): string {
+  return f.include.length === 0 ? 'none' : `${f.include.join(' ')}${f.exclude.length > 0 ? ` except ${f.exclude.join(' ')}` : ''}`;
+}

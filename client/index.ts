@@ -7,6 +7,7 @@ import { ApplicationFailure, TypedSearchAttributes, defaultPayloadConverter, typ
 import type { Config } from '../config.ts';
 import { ErrorCodes, KmirrorError, type ErrorCode } from '../domain/errors.ts';
 import type { CreateMirrorInput, CreateMirrorResult } from '../workflows/create-mirror.ts';
+import type { AlterMirrorInput, AlterMirrorResult } from '../workflows/alter-mirror.ts';
 import { progressQuery, runnerWorkflowId, statusQuery, type Operation, type OperationProgress, type ProgressOptions, type RunnerStatus } from '../workflows/messages.ts';
 import type { TopicsChangeInput, TopicsChangeResult } from '../workflows/change-topics.ts';
 import { searchAttributePairs } from '../workflows/search-attributes.ts';
@@ -18,6 +19,7 @@ import type { FailbackInput, FailbackResult } from '../workflows/failback.ts';
 
 export interface OperationInputs {
   createMirror: CreateMirrorInput;
+  alterMirror: AlterMirrorInput;
   startTopics: StartTopicsInput;
   pauseTopics: TopicsChangeInput;
   resumeTopics: TopicsChangeInput;
@@ -30,6 +32,7 @@ export interface OperationInputs {
 
 export interface OperationResults {
   createMirror: CreateMirrorResult;
+  alterMirror: AlterMirrorResult;
   startTopics: StartTopicsResult;
   pauseTopics: TopicsChangeResult;
   resumeTopics: TopicsChangeResult;
@@ -42,6 +45,7 @@ export interface OperationResults {
 
 const PREFIX: Record<Operation, string> = {
   createMirror: 'create',
+  alterMirror: 'alter',
   startTopics: 'start',
   pauseTopics: 'pause',
   resumeTopics: 'resume',
@@ -66,6 +70,11 @@ export function operationWorkflowId<O extends Operation>(operation: O, input: Op
     case 'createMirror':
     case 'deleteMirror':
       return base;
+    case 'alterMirror': {
+      const i = input as AlterMirrorInput;
+      const filter = (f: AlterMirrorInput['groups']) => (f === undefined ? null : [f.include === undefined ? null : [...f.include], f.exclude === undefined ? null : [...f.exclude]]);
+      return `${base}:${digest([filter(i.groups), filter(i.acls)])}`;
+    }
     case 'failback': {
       const i = input as FailbackInput;
       return `${base}:${digest([sorted(i.topics), i.dryRun === true, i.divergent ?? 'archive'])}`;

@@ -104,6 +104,8 @@ export function requirementsOf(workflow: string, mirror: string, topics: readonl
       return [onMirror('CREATE')];
     case 'deleteMirror':
       return [onMirror('DELETE')];
+    case 'alterMirror':
+      return [onMirror('ALTER')];
     case 'startTopics':
     case 'pauseTopics':
     case 'resumeTopics':

@@ -92,6 +92,32 @@ export function isStringArray(value: unknown): value is string[] {
 }
 
 /** Check the requester fields every operation input may carry. */
+/** A mirror's group or principal filter as a workflow input takes it. */
+export interface FilterInput {
+  readonly include?: readonly string[];
+  readonly exclude?: readonly string[];
+}
+
+/** Check the `groups` and `acls` filters of a createMirror or alterMirror input: the shape, then
+ *  every pattern compiles (INVALID_TOPIC_PATTERN) — before anything is recorded, so a bad pattern
+ *  cannot leave a mirror half-set. */
+export function checkFilters(workflow: string, input: { readonly groups?: FilterInput; readonly acls?: FilterInput }, shape: string): void {
+  for (const field of ['groups', 'acls'] as const) {
+    const filter = input[field];
+    if (filter === undefined) continue;
+    if (typeof filter !== 'object' || filter === null || (filter.include !== undefined && !isStringArray(filter.include)) || (filter.exclude !== undefined && !isStringArray(filter.exclude))) {
+      throw invalid(workflow, `"${field}" must be {"include"?: string[], "exclude"?: string[]}`, shape);
+    }
+    for (const pattern of [...(filter.include ?? []), ...(filter.exclude ?? [])]) {
+      try {
+        new RegExp(pattern);
+      } catch {
+        throw ApplicationFailure.nonRetryable(`${workflow}: ${field === 'groups' ? 'group' : 'principal'} pattern ${JSON.stringify(pattern)} is not a valid regular expression`, 'INVALID_TOPIC_PATTERN');
+      }
+    }
+  }
+}
+
 export function checkRequester(workflow: string, input: Requester, shape: string): void {
   if (input.actor !== undefined && (typeof input.actor !== 'string' || input.actor.trim() === '')) throw invalid(workflow, '"actor" must be a non-empty string', shape);
   if (input.reason !== undefined && typeof input.reason !== 'string') throw invalid(workflow, '"reason" must be a string', shape);

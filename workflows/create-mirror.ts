@@ -4,7 +4,7 @@
 //   {"mirror": "dr-east", "sourceCluster": "east", "destinationCluster": "west", "actor": "alice", "reason": "…"}
 import { ApplicationFailure, setHandler } from '@temporalio/workflow';
 import type { ClusterCheck } from '../activities/kafka-admin.ts';
-import { asFailure, authorizeRequest, checkRequester, invalid, isStringArray, metadataOf, setSearchAttributes, short } from './common.ts';
+import { asFailure, authorizeRequest, checkFilters, checkRequester, invalid, metadataOf, setSearchAttributes, short, type FilterInput } from './common.ts';
 import { progressQuery, runnerWorkflowId, type Requester } from './messages.ts';
 import { RECORDS_LOST_POLICIES, type RecordsLostPolicy } from '../domain/commands.ts';
 
@@ -13,10 +13,10 @@ export interface CreateMirrorInput extends Requester {
   readonly sourceCluster: string;
   readonly destinationCluster: string;
   /** Consumer groups whose offsets are synced (whole-name patterns; default every group). */
-  readonly groups?: { readonly include?: readonly string[]; readonly exclude?: readonly string[] };
+  readonly groups?: FilterInput;
   /** Principals whose topic ACLs are synced to the destination (whole-name patterns such as
    *  `User:orders-.*`; default none: ACL sync off). */
-  readonly acls?: { readonly include?: readonly string[]; readonly exclude?: readonly string[] };
+  readonly acls?: FilterInput;
   /** Records the source's retention removed before they were mirrored: record the loss and go on
    *  (`continue`, the default), or fail the partition until an operator accepts it (`fail`). */
   readonly onRecordsLost?: RecordsLostPolicy;
@@ -35,21 +35,7 @@ export async function createMirror(input: CreateMirrorInput): Promise<CreateMirr
   for (const field of ['mirror', 'sourceCluster', 'destinationCluster'] as const) {
     if (typeof input?.[field] !== 'string') throw invalid('createMirror', `"${field}" must be a string`, SHAPE);
   }
-  for (const field of ['groups', 'acls'] as const) {
-    const filter = input[field];
-    if (filter === undefined) continue;
-    if (typeof filter !== 'object' || filter === null || (filter.include !== undefined && !isStringArray(filter.include)) || (filter.exclude !== undefined && !isStringArray(filter.exclude))) {
-      throw invalid('createMirror', `"${field}" must be {"include"?: string[], "exclude"?: string[]}`, SHAPE);
-    }
-    // Checked before anything is recorded: a bad pattern must not leave a mirror without its filter.
-    for (const pattern of [...(filter.include ?? []), ...(filter.exclude ?? [])]) {
-      try {
-        new RegExp(pattern);
-      } catch {
-        throw ApplicationFailure.nonRetryable(`createMirror: ${field === 'groups' ? 'group' : 'principal'} pattern ${JSON.stringify(pattern)} is not a valid regular expression`, 'INVALID_TOPIC_PATTERN');
-      }
-    }
-  }
+  checkFilters('createMirror', input, SHAPE);
   if (input.onRecordsLost !== undefined && !RECORDS_LOST_POLICIES.includes(input.onRecordsLost)) {
     throw invalid('createMirror', `"onRecordsLost" must be one of ${RECORDS_LOST_POLICIES.map((p) => `"${p}"`).join(', ')}`, SHAPE);
   }

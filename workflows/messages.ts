@@ -6,7 +6,7 @@ import type { PartitionSelection } from '../domain/commands.ts';
 import type { GroupSyncSummary } from '../kafka/group-offsets.ts';
 
 /** The operations an operator starts (one workflow type each) and the long-lived runner. */
-export const Operations = ['createMirror', 'startTopics', 'pauseTopics', 'resumeTopics', 'failover', 'promote', 'retryPartitions', 'deleteMirror', 'failback'] as const;
+export const Operations = ['createMirror', 'alterMirror', 'startTopics', 'pauseTopics', 'resumeTopics', 'failover', 'promote', 'retryPartitions', 'deleteMirror', 'failback'] as const;
 export type Operation = (typeof Operations)[number];
 export type WorkflowKind = Operation | 'mirrorRunner';
 

@@ -16,7 +16,7 @@ import { offsetsForTime } from '../../kafka/time-lookup.ts';
 import { verifyPartition, type PartitionVerification } from '../../kafka/verify.ts';
 import { errorBody } from '../../errors-output.ts';
 import type { CliContext } from '../context.ts';
-import { fitTo, table } from '../render.ts';
+import { filterText, fitTo, table } from '../render.ts';
 
 /** A partition as `describe --json` prints it (offsets and lag as decimal strings). */
 export interface DescribedPartition {
@@ -57,8 +57,6 @@ export interface DescribedMirror {
 }
 
 const key = partitionKey;
-const filterText = (f: { readonly include: readonly string[]; readonly exclude: readonly string[] }): string =>
-  f.include.length === 0 ? 'none' : `${f.include.join(' ')}${f.exclude.length > 0 ? ` except ${f.exclude.join(' ')}` : ''}`;
 
 /** End offsets of the partitions on one cluster (kafka/offsets.ts). A cluster that does not answer
  *  is reported, not thrown. */

@@ -11,7 +11,7 @@ import type { TopicsChangeResult } from '../../workflows/change-topics.ts';
 import type { CreateMirrorResult } from '../../workflows/create-mirror.ts';
 import type { StopTopicsResult } from '../../workflows/stop-topics.ts';
 import type { CliContext } from '../context.ts';
-import { fitTo, progressLine, table } from '../render.ts';
+import { filterText, fitTo, progressLine, table } from '../render.ts';
 
 interface WaitOptions {
   wait: boolean;
@@ -139,6 +139,34 @@ export function operationCommands(ctx: CliContext): Command[] {
       if (result === undefined || ctx.json) return;
       const r: CreateMirrorResult = result;
       ctx.print(`mirror ${r.mirror} created: ${r.sourceCluster.cluster} (${r.sourceCluster.brokers} brokers) → ${r.destinationCluster.cluster} (${r.destinationCluster.brokers} brokers); runner ${r.runnerWorkflowId}`);
+    });
+
+  const alter = new Command('alter')
+    .description("change a mirror's sync filters: the consumer groups whose offsets are synced, the principals whose topic ACLs are (an option given replaces that list; the others are kept)")
+    .argument('<mirror>', 'mirror name')
+    .option('--group-include <regex>', 'consumer groups whose offsets are synced (repeatable; replaces the list)', collect)
+    .option('--group-exclude <regex>', 'consumer groups left out (repeatable; replaces the list)', collect)
+    .option('--no-group-sync', 'sync no consumer group offsets')
+    .option('--acl-include <regex>', "principals (e.g. 'User:orders-.*') whose ACLs on the mirrored topics are synced (repeatable; replaces the list)", collect)
+    .option('--acl-exclude <regex>', 'principals left out of ACL sync (repeatable; replaces the list)', collect)
+    .option('--no-acl-sync', 'sync no ACLs (the read-only guard stays)')
+    .option('--no-wait', 'print the workflow id and return at once (before the workflow has checked the request: follow it with the printed link)')
+    .addHelpText(
+      'after',
+      `\nExamples:\n  kmirror alter dr-east --acl-include 'User:orders-.*' --reason "consumers fail over too"\n  kmirror alter dr-east --group-exclude 'tmp-.*'\n  kmirror alter dr-east --no-acl-sync --json`,
+    )
+    .action(async (mirror: string, options: WaitOptions & { groupInclude?: string[]; groupExclude?: string[]; groupSync: boolean; aclInclude?: string[]; aclExclude?: string[]; aclSync: boolean }) => {
+      if (!options.groupSync && options.groupInclude !== undefined) throw new KmirrorError('INVALID_ARGUMENT', '--no-group-sync and --group-include exclude each other');
+      if (!options.aclSync && options.aclInclude !== undefined) throw new KmirrorError('INVALID_ARGUMENT', '--no-acl-sync and --acl-include exclude each other');
+      const filter = (include: string[] | undefined, exclude: string[] | undefined, off: boolean) =>
+        off ? { include: [], exclude: [] } : include === undefined && exclude === undefined ? undefined : { ...(include ? { include } : {}), ...(exclude ? { exclude } : {}) };
+      const groups = filter(options.groupInclude, options.groupExclude, !options.groupSync);
+      const acls = filter(options.aclInclude, options.aclExclude, !options.aclSync);
+      if (groups === undefined && acls === undefined) throw new KmirrorError('INVALID_ARGUMENT', 'alter needs at least one of --group-include, --group-exclude, --no-group-sync, --acl-include, --acl-exclude, --no-acl-sync');
+      const input = { mirror, ...(groups ? { groups } : {}), ...(acls ? { acls } : {}), ...ctx.requester };
+      const result = await operate(ctx, 'alterMirror', input, options, `alter ${mirror}`);
+      if (result === undefined || ctx.json) return;
+      ctx.print(`mirror ${result.mirror}: ${result.changed.length === 0 ? 'nothing changed' : `changed ${result.changed.join(' and ')}`}; groups synced: ${filterText(result.groups)}; ACLs synced for: ${filterText(result.acls)}`);
     });
 
   const start = new Command('start')
@@ -294,6 +322,7 @@ export function operationCommands(ctx: CliContext): Command[] {
 
   return [
     create,
+    alter,
     start,
     change('pause', 'pauseTopics', 'pause mirroring of topics: returns once fetching has stopped; the destination keeps its log and stays read-only', 'paused'),
     change('resume', 'resumeTopics', 'resume paused topics: each partition continues from its destination end', 'resumed'),

@@ -99,6 +99,18 @@ describe('usage errors', () => {
     expect(stderr).toMatch(/^error INVALID_ARGUMENT: .*--time <time>/);
   });
 
+  it('alter needs a filter option, and an include with its own --no-…-sync is refused, before anything is started', async () => {
+    for (const [args, message] of [
+      [['alter', 'm'], /alter needs at least one of --group-include/],
+      [['alter', 'm', '--acl-include', 'User:.*', '--no-acl-sync'], /--no-acl-sync and --acl-include exclude each other/],
+      [['alter', 'm', '--group-include', '.*', '--no-group-sync'], /--no-group-sync and --group-include exclude each other/],
+    ] as const) {
+      const { code, stderr } = await run(...args);
+      expect(code, args.join(' ')).not.toBe(0);
+      expect(stderr).toMatch(new RegExp(`^error INVALID_ARGUMENT: ${message.source}`));
+    }
+  });
+
   it('retry --accept-records-lost without --reason is refused before anything is started', async () => {
     const { code, stderr } = await run('retry', 'm', '--accept-records-lost');
     expect(code).not.toBe(0);

@@ -19,7 +19,7 @@ import type { ControlPlane } from './control-plane.ts';
 import { randomName } from './stack.ts';
 
 /** The workflow types the scenario runs; the replays must cover each. */
-export const SCENARIO_WORKFLOW_TYPES = ['createMirror', 'startTopics', 'pauseTopics', 'resumeTopics', 'retryPartitions', 'promote', 'failover', 'failback', 'deleteMirror', 'mirrorRunner'] as const;
+export const SCENARIO_WORKFLOW_TYPES = ['createMirror', 'alterMirror', 'startTopics', 'pauseTopics', 'resumeTopics', 'retryPartitions', 'promote', 'failover', 'failback', 'deleteMirror', 'mirrorRunner'] as const;
 
 export interface ScenarioRun {
   readonly mirror: string;
@@ -70,6 +70,7 @@ export async function runReplayScenario(t: ControlPlane): Promise<ScenarioRun> {
     const created = await run('createMirror', { mirror, sourceCluster: 'src', destinationCluster: 'dst', actor: 'replay', reason: 'determinism check' });
     workflowIds.push(created.runnerWorkflowId);
     await run('startTopics', { mirror, topics: [topic], actor: 'replay' });
+    await run('alterMirror', { mirror, acls: { include: ['User:replay-.*'] }, groups: { exclude: ['tmp-.*'] }, actor: 'replay' });
     await caughtUp(topic);
     await run('pauseTopics', { mirror, topics: [topic], actor: 'replay' });
     await send(20, 10);

@@ -141,6 +141,7 @@ describe('authorization (KMIRROR_AUTHORIZATION=true)', () => {
     const fresh = randomName('acl-new');
     const requests: { [O in Operation]: OperationInputs[O] } = {
       createMirror: { mirror: fresh, sourceCluster: 'src', destinationCluster: 'dst', actor },
+      alterMirror: { mirror, acls: { include: ['User:.*'] }, actor },
       startTopics: { mirror, topics: [topic], actor },
       pauseTopics: { mirror, allTopics: true, actor },
       resumeTopics: { mirror, allTopics: true, actor },

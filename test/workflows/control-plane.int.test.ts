@@ -306,10 +306,10 @@ describe('destination topics', () => {
     expect((await readStream(t.db, mirrorStreamId(mirror))).filter((e) => e.type === 'MirrorTopicConfigsSynced')).toHaveLength(1);
   });
 
-  it("ACL sync: the source's ACLs on a mirror topic for the filtered principals are granted on the destination and revoked with the source's; a writer granted after start is denied at the next round; after failover nothing is put back", async () => {
+  it("ACL sync: off by default; turned on with alterMirror, the source's ACLs on a mirror topic for the filtered principals are granted on the destination and revoked with the source's; a writer granted after start is denied at the next round; after failover nothing is put back", async () => {
     const mirror = randomName('m');
     const { AclOperationTypes, AclPermissionTypes, AclResourceTypes, ResourcePatternTypes } = kafkajs;
-    await run('createMirror', { mirror, sourceCluster: 'src', destinationCluster: 'dst', acls: { include: ['User:sync-.*'], exclude: ['User:sync-admin'] } });
+    await run('createMirror', { mirror, sourceCluster: 'src', destinationCluster: 'dst' });
     const topic = await t.sourceTopic();
     const acl = (name: string, principal: string, operation: 'READ' | 'WRITE', pattern: 'LITERAL' | 'PREFIXED' = 'LITERAL', permission: 'ALLOW' | 'DENY' = 'ALLOW') => ({
       resourceType: AclResourceTypes.TOPIC,
@@ -332,6 +332,21 @@ describe('destination topics', () => {
     };
     try {
       await run('startTopics', { mirror, topics: [topic] });
+      // Off: two discovery rounds later the topic has the start's guard only.
+      await new Promise((r) => setTimeout(r, 5_000));
+      expect(await onDestination()).toEqual(['User:app WRITE DENY']);
+
+      // alterMirror: a bad pattern is refused before anything is recorded; then the filter is set.
+      const before = (await readStream(t.db, mirrorStreamId(mirror))).length;
+      expect(await refusal('alterMirror', { mirror, acls: { include: ['User:('] } })).toMatchObject({ code: 'INVALID_TOPIC_PATTERN' });
+      expect(await refusal('alterMirror', { mirror: randomName('none'), acls: { include: ['User:.*'] } })).toMatchObject({ code: 'UNKNOWN_CLUSTER_MIRROR' });
+      expect((await readStream(t.db, mirrorStreamId(mirror))).length).toBe(before);
+      const altered = await run('alterMirror', { mirror, acls: { include: ['User:sync-.*'], exclude: ['User:sync-admin'] }, actor: 'alice', reason: 'consumers fail over too' });
+      expect(altered).toEqual({ mirror, groups: { include: ['.*'], exclude: [] }, acls: { include: ['User:sync-.*'], exclude: ['User:sync-admin'] }, changed: ['acls'] });
+      expect(await run('alterMirror', { mirror, acls: { include: ['User:sync-.*'] } })).toMatchObject({ changed: [] });
+      const filterEvents = (await readStream(t.db, mirrorStreamId(mirror))).filter((e) => e.type === 'MirrorAclFilterChanged');
+      expect(filterEvents.map((e) => [e.data, e.metadata.actor, e.metadata.reason])).toEqual([[{ include: ['User:sync-.*'], exclude: ['User:sync-admin'] }, 'alice', 'consumers fail over too']]);
+
       // Synced (the prefixed grant as a literal one on the topic), and the synced writer denied.
       await expect
         .poll(onDestination, { timeout: 30_000, interval: 500 })
