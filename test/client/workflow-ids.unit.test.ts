@@ -16,6 +16,7 @@ describe('operationWorkflowId', () => {
       ['promote', 'promote', { mirror: 'dr', allTopics: true }],
       ['failback', 'failback', { mirror: 'dr' }],
       ['retryPartitions', 'retry', { mirror: 'dr' }],
+      ['alterMirror', 'alter', { mirror: 'dr', acls: { include: ['User:.*'] } }],
     ] as const) {
       const [p, mirror, digest] = operationWorkflowId(operation, input as never).split(':');
       expect([p, mirror]).toEqual([prefix, 'dr']);
@@ -58,5 +59,13 @@ describe('operationWorkflowId', () => {
       operationWorkflowId('retryPartitions', { mirror: 'dr', acceptRecordsLost: true }),
     ]);
     distinct([operationWorkflowId('pauseTopics', { mirror: 'dr', allTopics: true }), operationWorkflowId('pauseTopics', { mirror: 'dr', topics: ['x'] })]);
+    // A filter field left out (kept) is not the same request as an empty one (none).
+    distinct([
+      operationWorkflowId('alterMirror', { mirror: 'dr', acls: { include: ['a'] } }),
+      operationWorkflowId('alterMirror', { mirror: 'dr', acls: { include: ['a'], exclude: [] } }),
+      operationWorkflowId('alterMirror', { mirror: 'dr', groups: { include: ['a'] } }),
+      operationWorkflowId('alterMirror', { mirror: 'dr', acls: { include: [] } }),
+      operationWorkflowId('alterMirror', { mirror: 'dr', acls: {} }),
+    ]);
   });
 });
