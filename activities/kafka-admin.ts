@@ -120,6 +120,17 @@ export function createKafkaAdminActivities(deps: { readonly db: Db; readonly cli
       .execute();
     return rows.map((r) => r.topic).sort();
   };
+  /** A config or ACL sync round, counted in the metrics (changed and left-out topics, a failed round). */
+  const syncRound = async <R extends { readonly changed: readonly unknown[]; readonly failed: readonly unknown[] }>(mirror: string, sync: 'configs' | 'acls', round: () => Promise<R>): Promise<R> => {
+    try {
+      const result = await round();
+      metrics.topicSyncRound(mirror, sync, result.changed.length, result.failed.length);
+      return result;
+    } catch (err) {
+      metrics.topicSyncRound(mirror, sync, 0, undefined);
+      throw err;
+    }
+  };
   const groupPartitions = (partitions: readonly { readonly topic: string; readonly partition: number }[]) => {
     const out = new Map<string, number[]>();
     for (const { topic, partition } of partitions) out.set(topic, [...(out.get(topic) ?? []), partition]);
@@ -421,14 +432,16 @@ export function createKafkaAdminActivities(deps: { readonly db: Db; readonly cli
      * continues as new or a later topic fails. Returns what changed and what could not be synced.
      */
     async syncTopicConfigs(input: { readonly mirror: string; readonly metadata: EventMetadata }): Promise<ConfigSyncResult> {
-      const m = await clients.mirror(input.mirror);
-      const [source, destination] = await Promise.all([clients.get(m.sourceCluster), clients.get(m.destinationCluster)]);
-      const mirrored = await stillMirrored(input.mirror);
-      if (mirrored.length === 0) return { changed: [], failed: [] };
-      const existing = new Set(await source.admin.listTopics().catch((err: unknown) => Promise.reject(kafkaFailure(err, 'list source topics'))));
-      const topics = mirrored.filter((t) => existing.has(t));
-      return syncTopicConfigs(source.admin, destination, topics, async (change) => {
-        await executeMirrorCommand(db, { type: 'SyncTopicConfigs', mirror: input.mirror, ...change }, { ...input.metadata, reason: `config sync: source topic ${change.topic}'s configs changed` });
+      return syncRound(input.mirror, 'configs', async () => {
+        const m = await clients.mirror(input.mirror);
+        const [source, destination] = await Promise.all([clients.get(m.sourceCluster), clients.get(m.destinationCluster)]);
+        const mirrored = await stillMirrored(input.mirror);
+        if (mirrored.length === 0) return { changed: [], failed: [] };
+        const existing = new Set(await source.admin.listTopics().catch((err: unknown) => Promise.reject(kafkaFailure(err, 'list source topics'))));
+        const topics = mirrored.filter((t) => existing.has(t));
+        return syncTopicConfigs(source.admin, destination, topics, async (change) => {
+          await executeMirrorCommand(db, { type: 'SyncTopicConfigs', mirror: input.mirror, ...change }, { ...input.metadata, reason: `config sync: source topic ${change.topic}'s configs changed` });
+        });
       });
     },
 
@@ -463,11 +476,14 @@ export function createKafkaAdminActivities(deps: { readonly db: Db; readonly cli
       let done = 0;
       return heartbeating(
         () =>
-          syncTopicAcls(destination.admin, topics, input.source, { include: row.acl_include, exclude: row.acl_exclude }, destination.principal, async (change) => {
-            const what = [change.granted.length > 0 || change.revoked.length > 0 ? "the source topic's ACLs changed" : '', change.denied.length > 0 ? `${change.denied.join(', ')} may write it` : ''].filter((w) => w !== '').join('; ');
-            await executeMirrorCommand(db, { type: 'SyncTopicAcls', mirror: input.mirror, ...change }, { ...input.metadata, reason: `ACL sync of ${change.topic}: ${what}` });
-            done += 1;
-          }),
+          syncRound(input.mirror, 'acls', () =>
+            syncTopicAcls(destination.admin, topics, input.source, { include: row.acl_include, exclude: row.acl_exclude }, destination.principal, async (change) => {
+              const what = [change.granted.length > 0 || change.revoked.length > 0 ? "the source topic's ACLs changed" : '', change.denied.length > 0 ? `${change.denied.join(', ')} may write it` : ''].filter((w) => w !== '').join('; ');
+              await executeMirrorCommand(db, { type: 'SyncTopicAcls', mirror: input.mirror, ...change }, { ...input.metadata, reason: `ACL sync of ${change.topic}: ${what}` });
+              metrics.topicAclsChanged(input.mirror, { granted: change.granted.length, revoked: change.revoked.length, denied: change.denied.length });
+              done += 1;
+            }),
+          ),
         () => ({ topics: topics.length, changed: done }),
       );
     },

@@ -72,6 +72,10 @@ export class Metrics {
   private readonly groupSyncClamped: Counter<'mirror'>;
   private readonly groupSyncFailures: Counter<'mirror'>;
   private readonly groupSyncLast: Gauge<'mirror'>;
+  private readonly topicSyncChanges: Counter<'mirror' | 'sync'>;
+  private readonly topicSyncFailures: Counter<'mirror' | 'sync'>;
+  private readonly topicSyncLast: Gauge<'mirror' | 'sync'>;
+  private readonly topicAclChanges: Counter<'mirror' | 'change'>;
   private readonly operations: Histogram<'operation' | 'outcome'>;
 
   constructor(private readonly options: MetricsOptions) {
@@ -93,6 +97,10 @@ export class Metrics {
     this.groupSyncClamped = counter('kmirror_group_sync_clamped_partitions_total', 'Group offsets clamped to what was mirrored (never beyond the destination end).');
     this.groupSyncFailures = counter('kmirror_group_sync_failures_total', 'Group-offset sync rounds that failed.');
     this.groupSyncLast = new Gauge({ name: 'kmirror_group_sync_last_success_timestamp_seconds', help: 'When group-offset sync last completed (Unix time).', labelNames: ['mirror'] as const, registers });
+    this.topicSyncChanges = new Counter({ name: 'kmirror_topic_sync_changes_total', help: 'Mirror topics whose configs or ACLs a sync round changed on the destination (each one an event).', labelNames: ['mirror', 'sync'] as const, registers });
+    this.topicSyncFailures = new Counter({ name: 'kmirror_topic_sync_failures_total', help: 'Config or ACL sync: topics left out of a round, and rounds that failed as a whole.', labelNames: ['mirror', 'sync'] as const, registers });
+    this.topicSyncLast = new Gauge({ name: 'kmirror_topic_sync_last_success_timestamp_seconds', help: 'When a config or ACL sync round last completed with no topic left out (Unix time).', labelNames: ['mirror', 'sync'] as const, registers });
+    this.topicAclChanges = new Counter({ name: 'kmirror_topic_acl_changes_total', help: 'ACLs changed on mirror topics: granted and revoked by ACL sync, principals denied writing by the read-only guard.', labelNames: ['mirror', 'change'] as const, registers });
     this.operations = new Histogram({
       name: 'kmirror_operation_duration_seconds',
       help: 'Operation workflows (create, start, pause, failover, …) from start to end, by outcome.',
@@ -286,6 +294,18 @@ export class Metrics {
 
   groupSyncFailed(mirror: string): void {
     this.groupSyncFailures.inc({ mirror });
+  }
+
+  /** A config or ACL sync round ended: `changed` topics changed, `failed` left out (undefined: the
+   *  round failed as a whole). */
+  topicSyncRound(mirror: string, sync: 'configs' | 'acls', changed: number, failed: number | undefined): void {
+    this.topicSyncChanges.inc({ mirror, sync }, changed);
+    this.topicSyncFailures.inc({ mirror, sync }, failed ?? 1);
+    if (failed === 0) this.topicSyncLast.set({ mirror, sync }, Date.now() / 1000);
+  }
+
+  topicAclsChanged(mirror: string, change: { readonly granted: number; readonly revoked: number; readonly denied: number }): void {
+    for (const kind of ['granted', 'revoked', 'denied'] as const) this.topicAclChanges.inc({ mirror, change: kind }, change[kind]);
   }
 
   operationFinished(operation: string, outcome: OperationOutcome, seconds: number): void {

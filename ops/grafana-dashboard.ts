@@ -110,7 +110,7 @@ const panels: (Panel | RowPanel)[] = [
     at: [12, 43],
     unit: 's',
   }),
-  row('Consumer-group offset sync and leases', 51),
+  row('Sync (consumer groups, topic configs and ACLs) and leases', 51),
   panel({
     title: 'Since the last group-offset sync',
     queries: [[`time() - max by (mirror) (${sel('kmirror_group_sync_last_success_timestamp_seconds')})`, '{{mirror}}']],
@@ -149,6 +149,29 @@ const panels: (Panel | RowPanel)[] = [
     at: [16, 60, 8],
     unit: 'short',
     description: "Source records retention removed before they were mirrored (never expected; `kmirror describe` counts them per partition).",
+  }),
+  panel({
+    title: 'Since the last complete topic config / ACL sync',
+    queries: [[`time() - max by (mirror, sync) (${sel('kmirror_topic_sync_last_success_timestamp_seconds')})`, '{{mirror}} {{sync}}']],
+    at: [0, 68, 8],
+    unit: 's',
+    description: 'Both run in the runner\'s discovery round, every KMIRROR_DISCOVERY_INTERVAL_MS (60 s by default); a round that leaves a topic out does not count.',
+  }),
+  panel({
+    title: 'Mirror topics changed by config / ACL sync; topics left out',
+    queries: [
+      [`sum by (mirror, sync) (increase(${sel('kmirror_topic_sync_changes_total')}[$__rate_interval]))`, '{{mirror}} {{sync}} changed'],
+      [`sum by (mirror, sync) (increase(${sel('kmirror_topic_sync_failures_total')}[$__rate_interval]))`, '{{mirror}} {{sync}} left out'],
+    ],
+    at: [8, 68, 8],
+    unit: 'short',
+  }),
+  panel({
+    title: 'Topic ACLs granted / revoked by ACL sync; writers denied',
+    queries: [[`sum by (mirror, change) (increase(${sel('kmirror_topic_acl_changes_total')}[$__rate_interval]))`, '{{mirror}} {{change}}']],
+    at: [16, 68, 8],
+    unit: 'short',
+    description: 'denied: principals an ACL lets write a mirror topic, given a DENY WRITE by the read-only guard (lifted at failover).',
   }),
 ];
 

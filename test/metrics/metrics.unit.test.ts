@@ -107,7 +107,19 @@ describe('Metrics', () => {
     m.leaseLost('m1');
     m.recordsLost('m1', 250n);
     m.operationFinished('startTopics', 'completed', 3.2);
+    m.topicSyncRound('m1', 'configs', 2, 0);
+    m.topicSyncRound('m1', 'acls', 1, 1);
+    m.topicSyncRound('m1', 'acls', 0, undefined);
+    m.topicAclsChanged('m1', { granted: 2, revoked: 1, denied: 1 });
     const s = await samples(m);
+    expect(s.get('kmirror_topic_sync_changes_total{mirror="m1",sync="configs"}')).toBe(2);
+    expect(s.get('kmirror_topic_sync_changes_total{mirror="m1",sync="acls"}')).toBe(1);
+    expect(s.get('kmirror_topic_sync_failures_total{mirror="m1",sync="configs"}')).toBe(0);
+    expect(s.get('kmirror_topic_sync_failures_total{mirror="m1",sync="acls"}')).toBe(2); // a topic left out, a failed round
+    expect(s.get('kmirror_topic_sync_last_success_timestamp_seconds{mirror="m1",sync="configs"}')).toBeGreaterThan(Date.now() / 1000 - 60);
+    expect(s.has('kmirror_topic_sync_last_success_timestamp_seconds{mirror="m1",sync="acls"}')).toBe(false);
+    expect(s.get('kmirror_topic_acl_changes_total{mirror="m1",change="granted"}')).toBe(2);
+    expect(s.get('kmirror_topic_acl_changes_total{mirror="m1",change="denied"}')).toBe(1);
     expect(s.get('kmirror_group_sync_groups_total{mirror="m1",result="synced"}')).toBe(2);
     expect(s.get('kmirror_group_sync_groups_total{mirror="m1",result="skipped_active"}')).toBe(1);
     expect(s.get('kmirror_group_sync_clamped_partitions_total{mirror="m1"}')).toBe(3);

@@ -364,6 +364,10 @@ describe('destination topics', () => {
         },
       ]);
       expect(synced[0]!.metadata).toMatchObject({ actor: 'kmirror', reason: expect.stringContaining('ACL sync') });
+      const exposed = await t.metrics!.registry.metrics();
+      expect(exposed).toContain(`kmirror_topic_acl_changes_total{mirror="${mirror}",change="granted"} 2\n`);
+      expect(exposed).toContain(`kmirror_topic_acl_changes_total{mirror="${mirror}",change="denied"} 1\n`);
+      expect(exposed).toMatch(new RegExp(`kmirror_topic_sync_last_success_timestamp_seconds\\{mirror="${mirror}",sync="acls"\\} \\d`));
 
       // Revoked on the source → revoked on the destination; a writer granted on the destination by
       // hand after the start is denied.
