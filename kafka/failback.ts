@@ -37,7 +37,7 @@ export interface PartitionFailback {
   readonly oldPrimaryStart: string;
   readonly oldPrimaryEnd: string;
   readonly action: FailbackAction;
-  readonly reason: 'in-sync' | 'behind' | 'divergent-tail' | 'boundary-mismatch' | 'no-position' | 'missing';
+  readonly reason: 'in-sync' | 'behind' | 'empty' | 'divergent-tail' | 'boundary-mismatch' | 'no-position' | 'missing';
   /** [from, to) of the old primary that the new primary does not hold: the records it took after
    *  the failover point, or, on a boundary mismatch, everything from the first offset where the
    *  two logs differ. Archived (or discarded on request) before the topic is recreated; null when
@@ -107,6 +107,12 @@ export async function planFailback(
     if (end === undefined) return { topic, partition, lastMirrored: lmo?.offset.toString() ?? null, oldPrimaryStart: '0', oldPrimaryEnd: '0', action: 'recreate', reason: 'missing', divergent: null };
     const start = starts.get(k) ?? 0n;
     const base = { topic, partition, lastMirrored: lmo?.offset.toString() ?? null, oldPrimaryStart: start.toString(), oldPrimaryEnd: end.toString() };
+    // No record reached the new primary, and the old primary holds none either (empty, or emptied by
+    // retention) where the new primary's log starts: neither has a record the other lacks, so the
+    // reverse mirror continues from there — an empty partition must not recreate its whole topic.
+    // (Had the old primary's records run past where the new primary starts, continuing would skip
+    // the new primary's records below that offset: those fall to the case below.)
+    if (lmo === null && end === start && newStarts.get(k) === end) return { ...base, action: 'continue', reason: 'empty', divergent: null };
     // Nothing of this partition reached the new primary before the failover: all the old primary
     // holds is its own.
     if (lmo === null) return { ...base, action: 'recreate', reason: 'no-position', divergent: end > start ? { from: start.toString(), to: end.toString() } : null };

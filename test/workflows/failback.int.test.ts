@@ -140,6 +140,28 @@ describe('failback', () => {
     await roundTrip(mirror, topic);
   });
 
+  it('a partition empty on both sides at the failover (no position recorded) continues with its topic instead of recreating it', async () => {
+    const { mirror, topic } = await mirrored(2, 0);
+    // Only partition 0 gets records before the failover; partition 1 stays empty on both sides.
+    const producer = t.sourceKafka.producer({ idempotent: true, maxInFlightRequests: 1 });
+    await producer.connect();
+    await producer.send({ topic, messages: [0, 1, 2].map((i) => ({ partition: 0, key: `k${i}`, value: `v${i}` })) });
+    await producer.disconnect();
+    await expect.poll(() => ends('dest', topic, 2), { timeout: 30_000 }).toEqual([3n, 0n]);
+    await run('failover', { mirror, allTopics: true });
+    // The new primary's application writes both partitions, the empty one from offset 0.
+    const app = createKafka(destAppConnection(), { retries: 5 }).producer();
+    await app.connect();
+    await app.send({ topic, messages: messages(20, 2, { from: 1_000 }) });
+    await app.disconnect();
+    const dry = await run('failback', { mirror, dryRun: true });
+    expect(dry.topics).toMatchObject([
+      { topic, action: 'continue', archiveTopic: null, partitions: [{ partition: 0, reason: 'in-sync', lastMirrored: '3' }, { partition: 1, reason: 'empty', lastMirrored: null, oldPrimaryEnd: '0', divergent: null }] },
+    ]);
+    await run('failback', { mirror });
+    await roundTrip(mirror, topic);
+  });
+
   it('partitions that reached the new primary with nothing, and a partition the old primary grew, are archived whole — never dropped with the recreated topic', async () => {
     // Failed over while both partitions were empty: no position is recorded for them.
     const { mirror, topic } = await mirrored(2, 0);
