@@ -475,14 +475,14 @@ export function createKafkaAdminActivities(deps: { readonly db: Db; readonly cli
       const topics = await stillMirrored(input.mirror);
       let done = 0;
       return heartbeating(
-        () =>
+        (signal) =>
           syncRound(input.mirror, 'acls', () =>
             syncTopicAcls(destination.admin, topics, input.source, { include: row.acl_include, exclude: row.acl_exclude }, destination.principal, async (change) => {
               const what = [change.granted.length > 0 || change.revoked.length > 0 ? "the source topic's ACLs changed" : '', change.denied.length > 0 ? `${change.denied.join(', ')} may write it` : ''].filter((w) => w !== '').join('; ');
               await executeMirrorCommand(db, { type: 'SyncTopicAcls', mirror: input.mirror, ...change }, { ...input.metadata, reason: `ACL sync of ${change.topic}: ${what}` });
               metrics.topicAclsChanged(input.mirror, { granted: change.granted.length, revoked: change.revoked.length, denied: change.denied.length });
               done += 1;
-            }),
+            }, signal),
           ),
         () => ({ topics: topics.length, changed: done }),
       );

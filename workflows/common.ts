@@ -39,12 +39,14 @@ export const periodic = proxyActivities<KafkaAdmin>({
   retry: { maximumAttempts: 1 },
 });
 
-/** The destination half of the runner's ACL round, which a stop waits for: it heartbeats, so a
- *  vanished worker's attempt ends within seconds rather than at its start-to-close timeout. */
+/** The destination half of the runner's ACL round, which a stop cancels and waits for: it
+ *  heartbeats (a cancellation reaches it within seconds, and a vanished worker's attempt ends at
+ *  the heartbeat timeout) and stops between topics once cancelled. */
 export const aclRound = proxyActivities<KafkaAdmin>({
-  startToCloseTimeout: '2 minutes',
+  startToCloseTimeout: '30 minutes',
   heartbeatTimeout: '10 seconds',
   retry: { maximumAttempts: 1 },
+  cancellationType: 'WAIT_CANCELLATION_COMPLETED',
 });
 
 /** Updates to the runner: they last as long as the runner's work (a start's alignment and ISR

@@ -138,8 +138,9 @@ export async function mirrorRunner(input: MirrorRunnerInput): Promise<MirrorRunn
         const stoppable = state.notIn(keys, ['STOPPING', 'STOPPED']);
         if (stoppable.length > 0) await command({ type: 'StopTopics', mirror, partitions: selectionOf(stoppable), mode: req.mode === 'promote' ? 'promote' : 'failover' }, requestMetadata(req));
         // Copies are cancelled by the main loop; an alignment in progress finishes by itself; an
-        // ACL round on the destination ends before the stop lifts the read-only guard.
-        await condition(() => state.idle(keys) && !guarding);
+        // ACL round on the destination is cancelled and ends before the stop lifts the guard.
+        await endAclRound();
+        await condition(() => state.idle(keys));
       } catch (err) {
         throw asFailure(err);
       }
@@ -292,22 +293,30 @@ export async function mirrorRunner(input: MirrorRunnerInput): Promise<MirrorRunn
   // on a topic after its stop had lifted them would leave a failed-over topic read-only. A round
   // that starts after a stop was recorded reads the topic as STOPPING and leaves it alone.
   let guarding = false;
+  let guardScope: CancellationScope | undefined;
+  /** End the ACL round's destination half, if one runs: cancelled, it stops between topics. */
+  const endAclRound = async (): Promise<void> => {
+    guardScope?.cancel();
+    await condition(() => !guarding);
+  };
   const syncAcls = async (): Promise<void> => {
-    let source;
+    let source: Awaited<ReturnType<typeof periodic.describeSourceAcls>>['acls'];
     try {
       source = (await periodic.describeSourceAcls({ mirror })).acls;
     } catch (err) {
       log.warn("reading the source's ACLs failed; keeping the destination's read-only guard only", { mirror, error: String(err) });
     }
     guarding = true;
+    guardScope = new CancellationScope();
     try {
-      const { failed, skipped } = await aclRound.syncTopicAcls({ mirror, ...(source === undefined ? {} : { source }), metadata: system });
+      const { failed, skipped } = await guardScope.run(() => aclRound.syncTopicAcls({ mirror, ...(source === undefined ? {} : { source }), metadata: system }));
       if (failed.length > 0) log.warn('ACL sync left topics out; trying again at the next interval', { mirror, failed: failed.map((f) => `${f.topic}: ${f.error.code}`).join('; ') });
       if (skipped !== undefined) log.info('ACL sync and the read-only guard skipped', { mirror, reason: skipped });
     } catch (err) {
-      log.warn('ACL sync failed; trying again at the next interval', { mirror, error: String(err) });
+      if (!isStop(err)) log.warn('ACL sync failed; trying again at the next interval', { mirror, error: String(err) });
     } finally {
       guarding = false;
+      guardScope = undefined;
     }
   };
 
@@ -374,7 +383,8 @@ export async function mirrorRunner(input: MirrorRunnerInput): Promise<MirrorRunn
       draining = true;
       for (const scope of scopes.values()) scope.cancel();
       // An ACL round would outlive this run, unseen by the next one's stops.
-      await condition(() => state.runningTasks() === 0 && !guarding);
+      await endAclRound();
+      await condition(() => state.runningTasks() === 0);
       await continueAsNew<typeof mirrorRunner>({ mirror });
     }
     const deadline = Math.min(state.nextDeadline() ?? Infinity, nextDiscovery, nextGroupSync);

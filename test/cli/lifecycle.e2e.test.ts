@@ -319,8 +319,8 @@ describe('kmirror lifecycle', () => {
 
     await produce(150);
     const d = await caughtUp();
-    expect(Object.keys(d).sort()).toEqual(['clusters', 'destinationCluster', 'exclude', 'include', 'name', 'onRecordsLost', 'partitions', 'sourceCluster', 'state'].sort());
-    expect(d).toMatchObject({ name: mirror, sourceCluster: 'east', destinationCluster: 'west', include: [], exclude: [], onRecordsLost: 'continue' });
+    expect(Object.keys(d).sort()).toEqual(['acls', 'clusters', 'destinationCluster', 'exclude', 'groups', 'include', 'name', 'onRecordsLost', 'partitions', 'sourceCluster', 'state'].sort());
+    expect(d).toMatchObject({ name: mirror, sourceCluster: 'east', destinationCluster: 'west', include: [], exclude: [], onRecordsLost: 'continue', groups: { include: ['.*'], exclude: [] }, acls: { include: [], exclude: [] } });
     expect(d.clusters).toEqual({ source: { cluster: 'east', reachable: true }, destination: { cluster: 'west', reachable: true } });
     const ends = endsAfter(produced);
     expect(d.partitions).toEqual(
@@ -338,6 +338,15 @@ describe('kmirror lifecycle', () => {
         error: null,
       })),
     );
+
+    // alter: the sync filters change after creation; describe shows them.
+    const altered = await kmirror('alter', mirror, '--acl-include', 'User:orders-.*', '--group-exclude', 'tmp-.*', '--actor', 'alice', '--reason', 'consumers fail over too');
+    expect.soft(altered.code, ended(altered)).toBe(0);
+    expect(altered.stdout).toBe(`mirror ${mirror}: changed groups and acls; groups synced: .* except tmp-.*; ACLs synced for: User:orders-.*\n`);
+    expect(await kmirrorJson('describe', mirror)).toMatchObject({ groups: { include: ['.*'], exclude: ['tmp-.*'] }, acls: { include: ['User:orders-.*'], exclude: [] } });
+    expect((await kmirror('describe', mirror)).stdout).toContain('  groups synced: .* except tmp-.*   ACLs synced for: User:orders-.*\n');
+    const off = await kmirrorJson<{ result: { changed: string[]; acls: unknown } }>('alter', mirror, '--no-acl-sync');
+    expect(off.result).toMatchObject({ changed: ['acls'], acls: { include: [], exclude: [] } });
   });
 
   it('pause holds the destination end while the source grows; resume catches up', async () => {
