@@ -103,22 +103,25 @@ export interface TopicAclPlan {
  * read), so nothing is granted or revoked — the guard is still kept. Synced: every source ACL that
  * applies to the topic (literal, `*` or prefixed) for a principal `wanted` accepts, as a LITERAL
  * ACL on the topic; the destination's literal ACLs on it for such principals that the source lacks
- * are revoked. Never synced: a DENY WRITE (the guard's kind, lifted at failover), and an ALLOW
+ * are revoked. Never synced: kmirror's own principal (`own`), a DENY WRITE (the guard's kind, lifted at failover), and an ALLOW
  * WRITE/ALL for User:* (it would make the guard impossible). The guard: every principal with ALLOW
  * WRITE/ALL on the topic, but `own`, gets a literal DENY WRITE.
  */
 export function aclPlan(topic: string, source: readonly TopicAclBinding[] | undefined, destination: readonly TopicAclBinding[], wanted: (principal: string) => boolean, own: string | undefined): TopicAclPlan {
   const applying = destination.filter((b) => appliesTo(b, topic));
+  // kmirror's own principal is never synced: a grant of it missing on the source would otherwise be
+  // revoked (and the copy refused), a source DENY of it copied.
+  const synced = (principal: string) => principal !== own && wanted(principal);
   const acl = ({ principal, host, operation, permission }: TopicAcl): TopicAcl => ({ principal, host, operation, permission });
   let grant: TopicAcl[] = [];
   let revoke: TopicAcl[] = [];
   if (source !== undefined) {
     const desired = new Map<string, TopicAcl>();
     for (const b of source) {
-      if (!appliesTo(b, topic) || !wanted(b.principal) || isGuard(b) || (b.permission === 'ALLOW' && writes(b) && b.principal === 'User:*')) continue;
+      if (!appliesTo(b, topic) || !synced(b.principal) || isGuard(b) || (b.permission === 'ALLOW' && writes(b) && b.principal === 'User:*')) continue;
       desired.set(aclKey(b), acl(b));
     }
-    const managed = new Map(applying.filter((b) => b.pattern === 'LITERAL' && b.name === topic && wanted(b.principal) && !isGuard(b)).map((b) => [aclKey(b), acl(b)]));
+    const managed = new Map(applying.filter((b) => b.pattern === 'LITERAL' && b.name === topic && synced(b.principal) && !isGuard(b)).map((b) => [aclKey(b), acl(b)]));
     // Sorted, so the recorded change does not depend on the order a broker lists ACLs in.
     const sorted = (acls: [string, TopicAcl][]) => acls.sort(([x], [y]) => (x < y ? -1 : x > y ? 1 : 0)).map(([, a]) => a);
     grant = sorted([...desired].filter(([key]) => !managed.has(key)));

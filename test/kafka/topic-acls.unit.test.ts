@@ -77,6 +77,12 @@ describe('aclPlan', () => {
     expect(aclPlan('orders', undefined, destination, apps, own)).toEqual({ topic: 'orders', grant: [], revoke: [], deny: ['User:late-writer'] });
   });
 
+  it("never touches kmirror's own principal, even when the filter selects every principal", () => {
+    const everyone = principalFilter({ include: ['.*'], exclude: [] });
+    const plan = aclPlan('orders', [binding(own, 'ALL', { permission: 'DENY' })], [binding(own, 'WRITE'), binding(own, 'READ')], everyone, own);
+    expect(plan).toEqual({ topic: 'orders', grant: [], revoke: [], deny: [] });
+  });
+
   it('a topic every principal may write cannot be guarded: no DENY, no synced write grant, and it says why', () => {
     const plan = aclPlan('orders', [binding('User:app-w', 'WRITE')], [binding('User:*', 'WRITE', { name: '*' })], apps, own);
     expect(plan).toMatchObject({ grant: [], deny: [], unguarded: expect.stringMatching(/User:\*/) });
