@@ -61,6 +61,19 @@ export function atEdge<T extends Record<string, ActivityFunction>>(activities: T
   return out as T;
 }
 
+/** `work`, or a rejection with the signal's reason as soon as `signal` aborts (the work itself goes
+ *  on unobserved: use it for reads whose result is no longer wanted). */
+export function untilAborted<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
+  if (signal.aborted) return Promise.reject(signal.reason as Error);
+  let onAbort = (): void => {};
+  const aborted = new Promise<never>((_, reject) => {
+    onAbort = () => reject(signal.reason as Error);
+    signal.addEventListener('abort', onAbort, { once: true });
+  });
+  work.catch(() => undefined); // a rejection after the abort is nobody's
+  return Promise.race([work, aborted]).finally(() => signal.removeEventListener('abort', onAbort));
+}
+
 /** Run `work` in an activity, heartbeating `details()` every third of the heartbeat timeout; the
  *  signal aborts when the activity is cancelled (a heartbeat brings the cancellation). */
 export async function heartbeating<T>(work: (signal: AbortSignal) => Promise<T>, details: () => unknown): Promise<T> {

@@ -9,7 +9,7 @@ import { syncGroupOffsets, type CommitGuard, type GroupSyncSummary } from '../ka
 import { archiveDivergentTails, countDivergentTails, openTransactionsIn, planFailback, type PreparedFailback } from '../kafka/failback.ts';
 import type { RawCluster } from '../kafka/protocol.ts';
 import { KmirrorError } from '../domain/errors.ts';
-import { heartbeating } from './edge.ts';
+import { heartbeating, untilAborted } from './edge.ts';
 import { deleteTopicsAndWait } from '../kafka/admin.ts';
 import { executeMirrorCommand } from '../db/mirror-store.ts';
 import type { EventMetadata } from '../db/event-store/types.ts';
@@ -27,7 +27,7 @@ import {
 } from '../kafka/mirror-topics.ts';
 import { aclsUnmanageable, applyReadOnly, describeTopicAcls, liftReadOnly, principalFilter, syncTopicAcls, type AclSyncResult, type ReadOnlyResult, type TopicAclBinding } from '../kafka/topic-acls.ts';
 import type { Db, Trx } from '../db/database.ts';
-import { mirrorStreamId, type FailbackTopicPrepared } from '../domain/events.ts';
+import { mirrorStreamId, type FailbackTopicPrepared, type TopicAcl } from '../domain/events.ts';
 import type { Metrics } from '../metrics/metrics.ts';
 import type { ClusterClients } from './cluster-clients.ts';
 
@@ -446,44 +446,57 @@ export function createKafkaAdminActivities(deps: { readonly db: Db; readonly cli
     },
 
     /**
-     * ACL sync, first half (the source): the source's topic ACL bindings for the principals the
-     * mirror's ACL filter names. `acls` is absent when ACL sync is off (no include pattern) or the
-     * source's ACLs cannot be described (no authorizer, no DescribeAcls grant: `reason`).
+     * The runner's ACL round over the topics still mirrored (syncTopicAcls): with an ACL filter,
+     * the source's topic ACLs for its principals are granted on the destination and the grants it
+     * made that the source no longer has are revoked; always, every principal an ALLOW lets write a
+     * mirror topic is denied (the read-only guard kept current). Each topic's change is recorded
+     * (SyncTopicAcls) right after it was applied. Heartbeats; cancelled (a stop waits for it) it
+     * ends at once while reading the source, else between topics. With ACL sync off, or a source
+     * whose ACLs cannot be read (no authorizer, no DescribeAcls grant, not answering:
+     * `sourceSkipped`), synced ACLs stay as they are and the guard is still kept.
      */
-    async describeSourceAcls(input: { readonly mirror: string }): Promise<{ readonly acls?: readonly TopicAclBinding[]; readonly reason?: string }> {
-      const row = await db.selectFrom('mirrors').select(['acl_include', 'acl_exclude']).where('name', '=', input.mirror).executeTakeFirst();
-      if (row === undefined || row.acl_include.length === 0) return { reason: 'ACL sync is off (no principal pattern)' };
-      const wanted = principalFilter({ include: row.acl_include, exclude: row.acl_exclude });
-      const source = await clients.get((await clients.mirror(input.mirror)).sourceCluster);
-      try {
-        return { acls: (await describeTopicAcls(source.admin)).filter((b) => wanted(b.principal)) };
-      } catch (err) {
-        return { reason: aclsUnmanageable(err, 'source') };
-      }
-    },
-
-    /**
-     * ACL sync, second half (the destination only, so the runner can wait for it before a stop):
-     * over the topics still mirrored, grant and revoke what `source` calls for (absent: nothing)
-     * and deny writes to every principal an ALLOW lets write a mirror topic (the read-only guard
-     * kept current); each topic's change is recorded (SyncTopicAcls) right after it was applied.
-     */
-    async syncTopicAcls(input: { readonly mirror: string; readonly source?: readonly TopicAclBinding[]; readonly metadata: EventMetadata }): Promise<AclSyncResult> {
+    async syncTopicAcls(input: { readonly mirror: string; readonly metadata: EventMetadata }): Promise<AclSyncResult> {
       const row = await db.selectFrom('mirrors').select(['acl_include', 'acl_exclude']).where('name', '=', input.mirror).executeTakeFirst();
       if (row === undefined) return { changed: [], failed: [] };
-      const destination = await destinationOf(input.mirror);
+      const filter = { include: row.acl_include, exclude: row.acl_exclude };
+      const m = await clients.mirror(input.mirror);
+      const destination = await clients.get(m.destinationCluster);
       const topics = await stillMirrored(input.mirror);
+      const grantedBefore = new Map<string, TopicAcl[]>();
+      for (const r of await db.selectFrom('mirror_synced_acls').selectAll().where('mirror', '=', input.mirror).execute()) {
+        const acl = { principal: r.principal, host: r.host, operation: r.operation as TopicAcl['operation'], permission: r.permission as TopicAcl['permission'] };
+        grantedBefore.set(r.topic, [...(grantedBefore.get(r.topic) ?? []), acl]);
+      }
+      /** The source's topic ACL bindings for the filtered principals, or why there are none. */
+      const sourceAcls = async (signal: AbortSignal): Promise<{ readonly acls?: TopicAclBinding[]; readonly skipped?: string }> => {
+        if (filter.include.length === 0) return {}; // ACL sync off: only the guard
+        const wanted = principalFilter(filter);
+        try {
+          const read = async () => describeTopicAcls((await clients.get(m.sourceCluster)).admin);
+          return { acls: (await untilAborted(read(), signal)).filter((b) => wanted(b.principal)) };
+        } catch (err) {
+          if (signal.aborted) return { skipped: 'cancelled' };
+          try {
+            return { skipped: aclsUnmanageable(err, 'source') };
+          } catch (failure) {
+            return { skipped: (failure as Error).message };
+          }
+        }
+      };
       let done = 0;
       return heartbeating(
         (signal) =>
-          syncRound(input.mirror, 'acls', () =>
-            syncTopicAcls(destination.admin, topics, input.source, { include: row.acl_include, exclude: row.acl_exclude }, destination.principal, async (change) => {
+          syncRound(input.mirror, 'acls', async () => {
+            const source = await sourceAcls(signal);
+            if (signal.aborted) return { changed: [], failed: [], ...(source.skipped === undefined ? {} : { sourceSkipped: source.skipped }) };
+            const result = await syncTopicAcls(destination.admin, topics, source.acls, filter, destination.principal, grantedBefore, async (change) => {
               const what = [change.granted.length > 0 || change.revoked.length > 0 ? "the source topic's ACLs changed" : '', change.denied.length > 0 ? `${change.denied.join(', ')} may write it` : ''].filter((w) => w !== '').join('; ');
               await executeMirrorCommand(db, { type: 'SyncTopicAcls', mirror: input.mirror, ...change }, { ...input.metadata, reason: `ACL sync of ${change.topic}: ${what}` });
               metrics.topicAclsChanged(input.mirror, { granted: change.granted.length, revoked: change.revoked.length, denied: change.denied.length });
               done += 1;
-            }, signal),
-          ),
+            }, signal);
+            return source.skipped === undefined ? result : { ...result, sourceSkipped: source.skipped };
+          }),
         () => ({ topics: topics.length, changed: done }),
       );
     },

@@ -75,6 +75,16 @@ export interface MirrorsTable {
   updated_at: Date;
 }
 
+/** A topic ACL ACL sync granted on the mirror's destination and has not revoked since. */
+export interface MirrorSyncedAclsTable {
+  mirror: string;
+  topic: string;
+  principal: string;
+  host: string;
+  operation: string;
+  permission: string;
+}
+
 export interface MirrorTopicsTable {
   mirror: string;
   topic: string;
@@ -130,6 +140,7 @@ export interface Database {
   cluster_connections: ClusterConnectionsTable;
   mirrors: MirrorsTable;
   mirror_topics: MirrorTopicsTable;
+  mirror_synced_acls: MirrorSyncedAclsTable;
   mirror_partitions: MirrorPartitionsTable;
   partition_leases: PartitionLeasesTable;
   acl_grants: AclGrantsTable;

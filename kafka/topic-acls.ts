@@ -102,12 +102,19 @@ export interface TopicAclPlan {
  * `source` undefined: ACL sync does not run this time (off, or the source's ACLs could not be
  * read), so nothing is granted or revoked — the guard is still kept. Synced: every source ACL that
  * applies to the topic (literal, `*` or prefixed) for a principal `wanted` accepts, as a LITERAL
- * ACL on the topic; the destination's literal ACLs on it for such principals that the source lacks
- * are revoked. Never synced: kmirror's own principal (`own`), a DENY WRITE (the guard's kind, lifted at failover), and an ALLOW
+ * ACL on the topic; an ACL sync granted before (`grantedBefore`) that the source no longer has is
+ * revoked — an ACL someone else made on the destination is never revoked. Never synced: kmirror's own principal (`own`), a DENY WRITE (the guard's kind, lifted at failover), and an ALLOW
  * WRITE/ALL for User:* (it would make the guard impossible). The guard: every principal with ALLOW
  * WRITE/ALL on the topic, but `own`, gets a literal DENY WRITE.
  */
-export function aclPlan(topic: string, source: readonly TopicAclBinding[] | undefined, destination: readonly TopicAclBinding[], wanted: (principal: string) => boolean, own: string | undefined): TopicAclPlan {
+export function aclPlan(
+  topic: string,
+  source: readonly TopicAclBinding[] | undefined,
+  destination: readonly TopicAclBinding[],
+  wanted: (principal: string) => boolean,
+  own: string | undefined,
+  grantedBefore: readonly TopicAcl[] = [],
+): TopicAclPlan {
   const applying = destination.filter((b) => appliesTo(b, topic));
   // kmirror's own principal is never synced: a grant of it missing on the source would otherwise be
   // revoked (and the copy refused), a source DENY of it copied.
@@ -121,11 +128,12 @@ export function aclPlan(topic: string, source: readonly TopicAclBinding[] | unde
       if (!appliesTo(b, topic) || !synced(b.principal) || isGuard(b) || (b.permission === 'ALLOW' && writes(b) && b.principal === 'User:*')) continue;
       desired.set(aclKey(b), acl(b));
     }
-    const managed = new Map(applying.filter((b) => b.pattern === 'LITERAL' && b.name === topic && synced(b.principal) && !isGuard(b)).map((b) => [aclKey(b), acl(b)]));
+    const present = new Map(applying.filter((b) => b.pattern === 'LITERAL' && b.name === topic && synced(b.principal) && !isGuard(b)).map((b) => [aclKey(b), acl(b)]));
+    const ours = new Set(grantedBefore.map(aclKey));
     // Sorted, so the recorded change does not depend on the order a broker lists ACLs in.
     const sorted = (acls: [string, TopicAcl][]) => acls.sort(([x], [y]) => (x < y ? -1 : x > y ? 1 : 0)).map(([, a]) => a);
-    grant = sorted([...desired].filter(([key]) => !managed.has(key)));
-    revoke = sorted([...managed].filter(([key]) => !desired.has(key)));
+    grant = sorted([...desired].filter(([key]) => !present.has(key)));
+    revoke = sorted([...present].filter(([key]) => ours.has(key) && !desired.has(key)));
   }
   const writers = new Set([...applying, ...grant].filter((a) => a.permission === 'ALLOW' && writes(a)).map((a) => a.principal));
   if (own !== undefined) writers.delete(own);
@@ -208,6 +216,9 @@ export interface AclSyncResult {
   readonly failed: readonly { readonly topic: string; readonly error: { readonly code: string; readonly message: string } }[];
   /** Why nothing could be done (the destination has no authorizer, or refuses kmirror its ACLs). */
   readonly skipped?: string;
+  /** Why the source's ACLs were not read (sync off, no authorizer or grant there, not answering):
+   *  nothing was granted or revoked, the guard was kept. */
+  readonly sourceSkipped?: string;
 }
 
 /**
@@ -222,6 +233,8 @@ export async function syncTopicAcls(
   source: readonly TopicAclBinding[] | undefined,
   filter: AclFilter,
   ownPrincipal: string | undefined,
+  /** By topic: the ACLs ACL sync granted before and has not revoked (mirror_synced_acls). */
+  grantedBefore: ReadonlyMap<string, readonly TopicAcl[]>,
   record: (change: TopicAclChange) => Promise<void>,
   signal?: AbortSignal,
 ): Promise<AclSyncResult> {
@@ -238,7 +251,7 @@ export async function syncTopicAcls(
   for (const topic of topics) {
     // Cancelled (a stop is waiting): end between topics; what was applied is recorded.
     if (signal?.aborted) break;
-    const plan = aclPlan(topic, source, bindings, wanted, ownPrincipal);
+    const plan = aclPlan(topic, source, bindings, wanted, ownPrincipal, grantedBefore.get(topic));
     if (plan.deny.length === 0 && plan.grant.length === 0 && plan.revoke.length === 0) continue;
     try {
       await applyPlan(destAdmin, plan);

@@ -288,30 +288,25 @@ export async function mirrorRunner(input: MirrorRunnerInput): Promise<MirrorRunn
   };
 
   // --- Topic ACLs (in the discovery round, after configs) ----------------------------------------
-  // The source's half may wait on a source that does not answer; the destination's half (ACL sync
-  // and the read-only guard kept current) is what a stop waits for (`guarding`): a DENY WRITE put
-  // on a topic after its stop had lifted them would leave a failed-over topic read-only. A round
-  // that starts after a stop was recorded reads the topic as STOPPING and leaves it alone.
+  // ACL sync and the read-only guard kept current (one heartbeating activity). A stop cancels the
+  // round and waits for it to end (`guarding`): a DENY WRITE put on a topic after its stop had
+  // lifted them would leave a failed-over topic read-only. A round that starts after a stop was
+  // recorded reads the topic as STOPPING and leaves it alone.
   let guarding = false;
   let guardScope: CancellationScope | undefined;
-  /** End the ACL round's destination half, if one runs: cancelled, it stops between topics. */
+  /** End the ACL round, if one runs: cancelled, it stops while reading the source or between topics. */
   const endAclRound = async (): Promise<void> => {
     guardScope?.cancel();
     await condition(() => !guarding);
   };
   const syncAcls = async (): Promise<void> => {
-    let source: Awaited<ReturnType<typeof periodic.describeSourceAcls>>['acls'];
-    try {
-      source = (await periodic.describeSourceAcls({ mirror })).acls;
-    } catch (err) {
-      log.warn("reading the source's ACLs failed; keeping the destination's read-only guard only", { mirror, error: String(err) });
-    }
     guarding = true;
     guardScope = new CancellationScope();
     try {
-      const { failed, skipped } = await guardScope.run(() => aclRound.syncTopicAcls({ mirror, ...(source === undefined ? {} : { source }), metadata: system }));
+      const { failed, skipped, sourceSkipped } = await guardScope.run(() => aclRound.syncTopicAcls({ mirror, metadata: system }));
       if (failed.length > 0) log.warn('ACL sync left topics out; trying again at the next interval', { mirror, failed: failed.map((f) => `${f.topic}: ${f.error.code}`).join('; ') });
       if (skipped !== undefined) log.info('ACL sync and the read-only guard skipped', { mirror, reason: skipped });
+      if (sourceSkipped !== undefined) log.info("the source's ACLs were not read; the read-only guard was kept", { mirror, reason: sourceSkipped });
     } catch (err) {
       if (!isStop(err)) log.warn('ACL sync failed; trying again at the next interval', { mirror, error: String(err) });
     } finally {

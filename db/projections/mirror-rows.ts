@@ -3,7 +3,7 @@
 // changes with collectMirrorChanges and write them with writeMirrorChanges, so a rebuild produces
 // the rows the live path wrote, by construction.
 import { partitionName } from '../../domain/names.ts';
-import { isPartitionLifecycleEvent, type MirrorEvent } from '../../domain/events.ts';
+import { isPartitionLifecycleEvent, type MirrorEvent, type TopicAcl } from '../../domain/events.ts';
 import type { Mirror } from '../../domain/mirror.ts';
 import type { MirrorState } from '../../machines/mirror.ts';
 import type { PartitionState, PartitionStatus, RecoverableState, StopMode } from '../../machines/partition.ts';
@@ -107,10 +107,12 @@ export interface MirrorChanges {
   readonly grown: Map<string, number>;
   /** partitionName → the time of the last event that touched it. */
   readonly partitions: Map<string, { readonly topic: string; readonly partition: number; readonly at: Date }>;
+  /** ACL sync's grants and revocations (MirrorTopicAclsSynced), in order: the synced-ACL rows. */
+  readonly acls: { readonly topic: string; readonly granted: readonly TopicAcl[]; readonly revoked: readonly TopicAcl[] }[];
 }
 
 export function emptyMirrorChanges(createdAt: Date | null): MirrorChanges {
-  return { createdAt, updatedAt: null, resetTopics: false, topics: new Map(), grown: new Map(), partitions: new Map() };
+  return { createdAt, updatedAt: null, resetTopics: false, topics: new Map(), grown: new Map(), partitions: new Map(), acls: [] };
 }
 
 /** Which rows `event` touches. Every event touches the mirror row. */
@@ -129,6 +131,7 @@ export function collectMirrorChanges(changes: MirrorChanges, event: MirrorEvent,
       changes.topics.clear();
       changes.grown.clear();
       changes.partitions.clear();
+      changes.acls.length = 0;
       return;
     case 'MirrorTopicAdded': {
       const { topic, partitionCount } = event.data;
@@ -150,12 +153,14 @@ export function collectMirrorChanges(changes: MirrorChanges, event: MirrorEvent,
       changes.grown.set(topic, partitionCount);
       return;
     }
+    case 'MirrorTopicAclsSynced':
+      changes.acls.push({ topic: event.data.topic, granted: event.data.granted, revoked: event.data.revoked });
+      return;
     case 'MirrorTopicFilterChanged':
     case 'MirrorDeletionStarted':
     case 'IsrWaitOverridden':
     case 'MirrorGroupFilterChanged':
     case 'MirrorAclFilterChanged':
-    case 'MirrorTopicAclsSynced':
     case 'FailbackTopicPrepared':
     case 'PartitionRecordsLost':
     case 'RecordsLossAccepted':

@@ -1,5 +1,5 @@
 // Rebuild every projection from the event log: truncate clusters, mirrors, mirror_topics,
-// mirror_partitions and acl_grants, fold all streams with the same evolve and the same row rules as the live path,
+// mirror_partitions, mirror_synced_acls and acl_grants, fold all streams with the same evolve and the same row rules as the live path,
 // and write the rows. One transaction holding the event_chain lock, so no append interleaves and
 // readers see either the old rows or the new ones. cluster_connections and partition_leases are
 // state of record and are left alone. Reads the log in pages; memory holds the folded state (one
@@ -63,7 +63,7 @@ export async function rebuildProjections(db: Db, options: { readonly pageSize?: 
         entry.state = fold(entry.state, run.events);
       }
     }
-    await sql`truncate mirror_partitions, mirror_topics, mirrors, clusters, acl_grants`.execute(trx);
+    await sql`truncate mirror_partitions, mirror_topics, mirror_synced_acls, mirrors, clusters, acl_grants`.execute(trx);
     for (const { event, at } of grants) await writeGrantChanges(trx, [event], at);
     for (const { state, createdAt, updatedAt } of clusters.values()) await writeClusterRow(trx, state, createdAt, updatedAt);
     for (const { state, changes } of mirrors.values()) await writeMirrorChanges(trx, state, changes);

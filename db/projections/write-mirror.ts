@@ -4,6 +4,7 @@
 import { sql } from 'kysely';
 import { KmirrorError } from '../../domain/errors.ts';
 import type { Mirror } from '../../domain/mirror.ts';
+import type { TopicAcl } from '../../domain/events.ts';
 import type { NewMirrorPartitionRow, Trx } from '../database.ts';
 import { partitionName } from '../../domain/names.ts';
 import { mirrorRow, partitionRow, type MirrorChanges } from './mirror-rows.ts';
@@ -37,6 +38,15 @@ export async function writeMirrorChanges(trx: Trx, mirror: Mirror, changes: Mirr
     )
     .execute();
   if (changes.resetTopics) await trx.deleteFrom('mirror_topics').where('mirror', '=', mirror.name).execute();
+  if (changes.resetTopics) await trx.deleteFrom('mirror_synced_acls').where('mirror', '=', mirror.name).execute();
+  for (const { topic, granted, revoked } of changes.acls) {
+    const row = (a: TopicAcl) => ({ mirror: mirror.name, topic, principal: a.principal, host: a.host, operation: a.operation, permission: a.permission });
+    if (granted.length > 0) await trx.insertInto('mirror_synced_acls').values(granted.map(row)).onConflict((oc) => oc.doNothing()).execute();
+    for (const a of revoked) {
+      const r = row(a);
+      await trx.deleteFrom('mirror_synced_acls').where('mirror', '=', r.mirror).where('topic', '=', topic).where('principal', '=', r.principal).where('host', '=', r.host).where('operation', '=', r.operation).where('permission', '=', r.permission).execute();
+    }
+  }
   if (changes.topics.size > 0) {
     await trx
       .insertInto('mirror_topics')

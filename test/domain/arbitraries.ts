@@ -20,7 +20,12 @@ export function mirrorCommands(mirror: string, topics: readonly string[], cluste
     fc.constantFrom(...topics, 'unknown').map((topic): MirrorCommand => ({ type: 'SyncTopicConfigs', mirror, topic, set: { 'retention.ms': '86400000' }, removed: ['cleanup.policy'] })),
     fc.constantFrom<MirrorCommand>({ type: 'SetGroupFilter', mirror, include: ['app-.*'], exclude: [] }, { type: 'SetGroupFilter', mirror, include: ['.*'], exclude: ['tmp-.*'] }),
     fc.constantFrom<MirrorCommand>({ type: 'SetAclFilter', mirror, include: ['User:app-.*'], exclude: [] }, { type: 'SetAclFilter', mirror, include: [], exclude: [] }),
-    fc.constantFrom(...topics, 'unknown').map((topic): MirrorCommand => ({ type: 'SyncTopicAcls', mirror, topic, granted: [{ principal: 'User:app', host: '*', operation: 'READ', permission: 'ALLOW' }], revoked: [], denied: ['User:app'] })),
+    fc
+      .tuple(fc.constantFrom(...topics, 'unknown'), fc.constantFrom('User:app', 'User:ops'), fc.boolean())
+      .map(([topic, principal, grant]): MirrorCommand => {
+        const acl = { principal, host: '*', operation: 'READ' as const, permission: 'ALLOW' as const };
+        return { type: 'SyncTopicAcls', mirror, topic, granted: grant ? [acl] : [], revoked: grant ? [] : [acl], denied: grant ? ['User:app'] : [] };
+      }),
     selection.map((partitions): MirrorCommand => ({ type: 'CompleteTruncation', mirror, partitions })),
     selection.map((partitions): MirrorCommand => ({ type: 'PauseTopics', mirror, partitions })),
     selection.map((partitions): MirrorCommand => ({ type: 'CompletePause', mirror, partitions })),

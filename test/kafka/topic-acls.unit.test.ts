@@ -59,17 +59,22 @@ describe('aclPlan', () => {
     expect(plan).toEqual({ topic: 'orders', grant: [], revoke: [], deny: [] });
   });
 
-  it('revokes a filtered principal\'s literal ACL the source no longer has; leaves other principals\', prefixed ones and the guard alone', () => {
+  it('revokes an ACL it granted that the source no longer has; never one someone else made, another principal\'s, a prefixed one or the guard', () => {
     const destination = [
-      binding('User:app-a', 'READ'), // gone from the source
-      binding('User:app-b', 'READ'), // still there
+      binding('User:app-a', 'READ'), // granted by ACL sync, gone from the source
+      binding('User:app-b', 'READ'), // granted by ACL sync, still there
+      binding('User:app-d', 'DESCRIBE'), // made by an operator on the destination
       binding('User:other', 'READ'), // not filtered
       binding('User:app-c', 'READ', { pattern: 'PREFIXED', name: 'ord' }), // the destination's own pattern
       binding('User:app-w', 'WRITE', { permission: 'DENY' }), // the guard
     ];
-    const plan = aclPlan('orders', [binding('User:app-b', 'READ')], destination, apps, own);
+    const acl = (principal: string, operation: TopicAclBinding['operation']) => ({ principal, host: '*', operation, permission: 'ALLOW' as const });
+    const before = [acl('User:app-a', 'READ'), acl('User:app-b', 'READ'), acl('User:app-gone', 'READ')];
+    const plan = aclPlan('orders', [binding('User:app-b', 'READ')], destination, apps, own, before);
     expect(plan.grant).toEqual([]);
-    expect(plan.revoke).toEqual([{ principal: 'User:app-a', host: '*', operation: 'READ', permission: 'ALLOW' }]);
+    expect(plan.revoke).toEqual([acl('User:app-a', 'READ')]);
+    // Without a record of what it granted, nothing is revoked.
+    expect(aclPlan('orders', [binding('User:app-b', 'READ')], destination, apps, own).revoke).toEqual([]);
   });
 
   it('without the source\'s ACLs (sync off or unreadable) nothing is granted or revoked, and the guard is still kept', () => {
@@ -79,7 +84,8 @@ describe('aclPlan', () => {
 
   it("never touches kmirror's own principal, even when the filter selects every principal", () => {
     const everyone = principalFilter({ include: ['.*'], exclude: [] });
-    const plan = aclPlan('orders', [binding(own, 'ALL', { permission: 'DENY' })], [binding(own, 'WRITE'), binding(own, 'READ')], everyone, own);
+    const mine = [{ principal: own, host: '*', operation: 'WRITE' as const, permission: 'ALLOW' as const }];
+    const plan = aclPlan('orders', [binding(own, 'ALL', { permission: 'DENY' })], [binding(own, 'WRITE'), binding(own, 'READ')], everyone, own, mine);
     expect(plan).toEqual({ topic: 'orders', grant: [], revoke: [], deny: [] });
   });
 

@@ -190,7 +190,7 @@ describe('metrics', () => {
     const res = await fetch(`${prometheusUrl}/api/v1/rules?type=alert`);
     const body = (await res.json()) as { data: { groups: { name: string; rules: { name: string; health: string }[] }[] } };
     const kmirror = body.data.groups.find((g) => g.name === 'kmirror');
-    expect(kmirror?.rules.map((r) => r.name).sort()).toEqual(['KmirrorGroupSyncStale', 'KmirrorLagGrowing', 'KmirrorLeaseFlapping', 'KmirrorPartitionFailed', 'KmirrorRecordsLost', 'KmirrorWorkerDown']);
+    expect(kmirror?.rules.map((r) => r.name).sort()).toEqual(['KmirrorGroupSyncStale', 'KmirrorLagGrowing', 'KmirrorLeaseFlapping', 'KmirrorPartitionFailed', 'KmirrorRecordsLost', 'KmirrorTopicSyncStale', 'KmirrorWorkerDown']);
     expect(kmirror?.rules.every((r) => r.health !== 'err')).toBe(true);
   });
 });

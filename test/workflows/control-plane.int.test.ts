@@ -306,7 +306,7 @@ describe('destination topics', () => {
     expect((await readStream(t.db, mirrorStreamId(mirror))).filter((e) => e.type === 'MirrorTopicConfigsSynced')).toHaveLength(1);
   });
 
-  it("ACL sync: off by default; turned on with alterMirror, the source's ACLs on a mirror topic for the filtered principals are granted on the destination and revoked with the source's; a writer granted after start is denied at the next round; after failover nothing is put back", async () => {
+  it("ACL sync: off by default; turned on with alterMirror, the source's ACLs on a mirror topic for the filtered principals are granted on the destination and revoked with the source's (never one it did not grant); a writer granted after start is denied at the next round; after failover nothing is put back", async () => {
     const mirror = randomName('m');
     const { AclOperationTypes, AclPermissionTypes, AclResourceTypes, ResourcePatternTypes } = kafkajs;
     await run('createMirror', { mirror, sourceCluster: 'src', destinationCluster: 'dst' });
@@ -336,6 +336,9 @@ describe('destination topics', () => {
       await new Promise((r) => setTimeout(r, 5_000));
       expect(await onDestination()).toEqual(['User:app WRITE DENY']);
 
+      // An ACL an operator made on the destination for a principal the filter will select: ACL sync
+      // never revokes it (it revokes only what it granted).
+      await t.destAdmin.createAcls({ acl: [acl(topic, 'User:sync-ops', 'READ')] });
       // alterMirror: a bad pattern is refused before anything is recorded; then the filter is set.
       const before = (await readStream(t.db, mirrorStreamId(mirror))).length;
       expect(await refusal('alterMirror', { mirror, acls: { include: ['User:('] } })).toMatchObject({ code: 'INVALID_TOPIC_PATTERN' });
@@ -350,7 +353,7 @@ describe('destination topics', () => {
       // Synced (the prefixed grant as a literal one on the topic), and the synced writer denied.
       await expect
         .poll(onDestination, { timeout: 30_000, interval: 500 })
-        .toEqual(['User:app WRITE DENY', 'User:sync-reader READ ALLOW', 'User:sync-writer WRITE ALLOW', 'User:sync-writer WRITE DENY']);
+        .toEqual(['User:app WRITE DENY', 'User:sync-ops READ ALLOW', 'User:sync-reader READ ALLOW', 'User:sync-writer WRITE ALLOW', 'User:sync-writer WRITE DENY']);
       const synced = (await readStream(t.db, mirrorStreamId(mirror))).filter((e) => e.type === 'MirrorTopicAclsSynced');
       expect(synced.map((e) => e.data)).toEqual([
         {
@@ -375,18 +378,18 @@ describe('destination topics', () => {
       await t.destAdmin.createAcls({ acl: [acl(topic, 'User:late-writer', 'WRITE')] });
       await expect
         .poll(onDestination, { timeout: 30_000, interval: 500 })
-        .toEqual(['User:app WRITE DENY', 'User:late-writer WRITE ALLOW', 'User:late-writer WRITE DENY', 'User:sync-writer WRITE ALLOW', 'User:sync-writer WRITE DENY']);
+        .toEqual(['User:app WRITE DENY', 'User:late-writer WRITE ALLOW', 'User:late-writer WRITE DENY', 'User:sync-ops READ ALLOW', 'User:sync-writer WRITE ALLOW', 'User:sync-writer WRITE DENY']);
 
       // Failover lifts every DENY WRITE; the rounds after it leave the failed-over topic alone.
       await run('failover', { mirror, topics: [topic] });
-      expect(await onDestination()).toEqual(['User:late-writer WRITE ALLOW', 'User:sync-writer WRITE ALLOW']);
+      expect(await onDestination()).toEqual(['User:late-writer WRITE ALLOW', 'User:sync-ops READ ALLOW', 'User:sync-writer WRITE ALLOW']);
       const events = (await readStream(t.db, mirrorStreamId(mirror))).length;
       await new Promise((r) => setTimeout(r, 5_000));
-      expect(await onDestination()).toEqual(['User:late-writer WRITE ALLOW', 'User:sync-writer WRITE ALLOW']);
+      expect(await onDestination()).toEqual(['User:late-writer WRITE ALLOW', 'User:sync-ops READ ALLOW', 'User:sync-writer WRITE ALLOW']);
       expect((await readStream(t.db, mirrorStreamId(mirror))).length).toBe(events);
     } finally {
       await t.sourceAdmin.deleteAcls({ filters: [acl(topic, 'User:sync-reader', 'READ'), acl(topic.slice(0, 8), 'User:sync-writer', 'WRITE', 'PREFIXED'), acl(topic, 'User:sync-admin', 'READ'), acl(topic, 'User:other', 'READ')] });
-      await t.destAdmin.deleteAcls({ filters: [acl(topic, 'User:sync-writer', 'WRITE'), acl(topic, 'User:late-writer', 'WRITE')] });
+      await t.destAdmin.deleteAcls({ filters: [acl(topic, 'User:sync-writer', 'WRITE'), acl(topic, 'User:late-writer', 'WRITE'), acl(topic, 'User:sync-ops', 'READ')] });
     }
   });
 

@@ -23,6 +23,7 @@ async function projections(db: Db) {
     mirrors: await db.selectFrom('mirrors').selectAll().orderBy('name').execute(),
     topics: await db.selectFrom('mirror_topics').selectAll().orderBy('mirror').orderBy('topic').execute(),
     partitions: await db.selectFrom('mirror_partitions').selectAll().orderBy('mirror').orderBy('topic').orderBy('partition').execute(),
+    syncedAcls: await db.selectFrom('mirror_synced_acls').selectAll().orderBy('mirror').orderBy('topic').orderBy('principal').orderBy('operation').execute(),
   };
 }
 
@@ -45,7 +46,7 @@ describe('rebuildProjections', () => {
           { weight: 5, arbitrary: perMirror('gamma', ['south', 'west']) },
           { weight: 1, arbitrary: fc.constant('rotate-west' as const) },
         ),
-        { minLength: 2000, maxLength: 2000 },
+        { minLength: 2400, maxLength: 2400 },
       ),
       { seed: SEED, numRuns: 1 },
     )[0]!;
@@ -69,6 +70,7 @@ describe('rebuildProjections', () => {
     expect(rows[0]!.n).toBeGreaterThan(1_000);
     expect(rows[0]!.types).toBeGreaterThanOrEqual(14);
     expect(live.partitions.length).toBeGreaterThan(0);
+    expect(live.syncedAcls.length).toBeGreaterThan(0);
 
     const report = await rebuildProjections(t.db, { pageSize: 97 });
     expect(report).toMatchObject({ clusters: 3, mirrors: 3 });
