@@ -6,7 +6,8 @@
 // transactional topic, so gap fillers are written), read-only ACLs placed, pause, resume, group-offset
 // sync, promote (ACLs lifted) and a record-by-record verify. Before the grants the same start is
 // refused with a code and nothing is appended; without the optional cluster grants kmirror still
-// mirrors and says that the read-only guard is not enforced.
+// mirrors and says that the read-only guard is not enforced; ACL sync reads the source's ACLs only
+// with the doc's optional source grant.
 import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -37,7 +38,7 @@ const groupPrefix = `${randomName('lpg')}.`;
 const escaped = topicPrefix.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 
 // --- the doc's commands ------------------------------------------------------------------------
-type Block = 'source' | 'destination';
+type Block = 'source' | 'source-acl-sync' | 'destination';
 
 /** Shell words of a line: "…" and '…' quoting, $NAME filled in from `vars` (outside single quotes). */
 function shellWords(line: string, vars: Readonly<Record<string, string>>): string[] {
@@ -72,8 +73,9 @@ function kafkaAcls(args: readonly string[]): void {
   if (result.status !== 0) throw new Error(`kafka-acls.sh ${args.join(' ')} failed: ${result.stdout}${result.stderr}`);
 }
 
-const adminConfig = {
+const adminConfig: Record<Block, () => { readonly config: string } & Record<string, string>> = {
   source: () => ({ SOURCE: sourceConnection().bootstrap.join(','), config: clientProperties('least-privilege-source-admin', sourceConnection()) }),
+  'source-acl-sync': () => adminConfig.source(),
   destination: () => ({ DEST: destConnection().bootstrap.join(','), config: clientProperties('least-privilege-dest-admin', destConnection()) }),
 };
 
@@ -254,6 +256,33 @@ describe('kmirror with exactly the Kafka ACLs docs/security.md lists', () => {
     const failedOver = await run('failover', { mirror: other, allTopics: true });
     expect(failedOver.failed).toEqual([]);
     expect(failedOver.writable).toEqual({ lifted: [], reason: 'kmirror may not manage ACLs on the destination' });
+  });
+
+  it("ACL sync: without the doc's optional source grant the source's ACLs are not read (the guard is kept); with it, a selected principal's ACL on a mirror topic reaches the destination", async () => {
+    expect(grant('destination', (args) => args.includes('--cluster'))).toBe(1);
+    const reader = `User:${randomName('lp-reader')}`;
+    const synced = randomName('lp3');
+    const topic = await sourceTopic('acls');
+    const readAcl = { resourceType: AclResourceTypes.TOPIC, resourceName: topic, resourcePatternType: ResourcePatternTypes.LITERAL, principal: reader, host: '*', operation: AclOperationTypes.READ, permissionType: AclPermissionTypes.ALLOW };
+    await t.sourceAdmin.createAcls({ acl: [readAcl] });
+    const readersOnDestination = async () => {
+      const { resources } = await t.destAdmin.describeAcls({ resourceType: AclResourceTypes.TOPIC, resourceName: topic, resourcePatternType: ResourcePatternTypes.LITERAL, principal: reader, operation: AclOperationTypes.ANY, permissionType: AclPermissionTypes.ANY });
+      return resources.flatMap((r) => r.acls).length;
+    };
+    try {
+      await run('createMirror', { mirror: synced, sourceCluster: 'lp-src', destinationCluster: 'lp-dst', acls: { include: [reader] } });
+      expect(await run('startTopics', { mirror: synced, topics: [topic] })).toMatchObject({ readOnly: { enforced: true } });
+      // Rounds run every 2 s: without the grant, none brings the reader's ACL over.
+      await sleep(6_000);
+      expect(await readersOnDestination()).toBe(0);
+      expect(grant('source-acl-sync')).toBe(1);
+      await expect.poll(readersOnDestination, { timeout: 30_000, interval: 500 }).toBe(1);
+      const events = (await readStream(t.db, mirrorStreamId(synced))).filter((e) => e.type === 'MirrorTopicAclsSynced');
+      expect(events.map((e) => e.data)).toEqual([{ topic, granted: [{ principal: reader, host: '*', operation: 'READ', permission: 'ALLOW' }], revoked: [], denied: [] }]);
+    } finally {
+      await t.sourceAdmin.deleteAcls({ filters: [readAcl] });
+      await t.destAdmin.deleteAcls({ filters: [{ ...readAcl }] });
+    }
   });
 });
 
