@@ -108,23 +108,25 @@ export function createKafkaAdminActivities(deps: { readonly db: Db; readonly cli
   };
   /** The destination alone: failover must work when the source does not answer. */
   const destinationOf = async (mirror: string) => clients.get((await clients.mirror(mirror)).destinationCluster);
-  /** The mirror's topics still mirrored, sorted: none of their partitions STOPPING or STOPPED, nor
-   *  FAILED out of those states (a failed-over topic's configs and ACLs are its own). */
-  const stillMirrored = async (mirror: string): Promise<string[]> => {
+  /** The mirror's topics (or `topic` alone) still mirrored, sorted: none of their partitions
+   *  STOPPING or STOPPED, nor FAILED out of those states (a failed-over topic's configs and ACLs
+   *  are its own). */
+  const stillMirrored = async (mirror: string, topic?: string): Promise<string[]> => {
     const rows = await db
       .selectFrom('mirror_partitions')
       .select('topic')
       .where('mirror', '=', mirror)
+      .$if(topic !== undefined, (q) => q.where('topic', '=', topic!))
       .groupBy('topic')
       .having(sql<boolean>`bool_and(state not in ('STOPPING', 'STOPPED') and coalesce(previous_state, '') not in ('STOPPING', 'STOPPED'))`)
       .execute();
     return rows.map((r) => r.topic).sort();
   };
   /** A config or ACL sync round, counted in the metrics (changed and left-out topics, a failed round). */
-  const syncRound = async <R extends { readonly changed: readonly unknown[]; readonly failed: readonly unknown[] }>(mirror: string, sync: 'configs' | 'acls', round: () => Promise<R>): Promise<R> => {
+  const syncRound = async <R extends { readonly changed: readonly unknown[]; readonly failed: readonly unknown[]; readonly incomplete?: boolean }>(mirror: string, sync: 'configs' | 'acls', round: () => Promise<R>): Promise<R> => {
     try {
       const result = await round();
-      metrics.topicSyncRound(mirror, sync, result.changed.length, result.failed.length);
+      metrics.topicSyncRound(mirror, sync, result.changed.length, result.failed.length + (result.incomplete === true ? 1 : 0));
       return result;
     } catch (err) {
       metrics.topicSyncRound(mirror, sync, 0, undefined);
@@ -456,48 +458,60 @@ export function createKafkaAdminActivities(deps: { readonly db: Db; readonly cli
      * `sourceSkipped`), synced ACLs stay as they are and the guard is still kept.
      */
     async syncTopicAcls(input: { readonly mirror: string; readonly metadata: EventMetadata }): Promise<AclSyncResult> {
-      const row = await db.selectFrom('mirrors').select(['acl_include', 'acl_exclude']).where('name', '=', input.mirror).executeTakeFirst();
-      if (row === undefined) return { changed: [], failed: [] };
-      const filter = { include: row.acl_include, exclude: row.acl_exclude };
-      const m = await clients.mirror(input.mirror);
-      const destination = await clients.get(m.destinationCluster);
-      const topics = await stillMirrored(input.mirror);
-      const grantedBefore = new Map<string, TopicAcl[]>();
-      for (const r of await db.selectFrom('mirror_synced_acls').selectAll().where('mirror', '=', input.mirror).execute()) {
-        const acl = { principal: r.principal, host: r.host, operation: r.operation as TopicAcl['operation'], permission: r.permission as TopicAcl['permission'] };
-        grantedBefore.set(r.topic, [...(grantedBefore.get(r.topic) ?? []), acl]);
-      }
-      /** The source's topic ACL bindings for the filtered principals, or why there are none. */
-      const sourceAcls = async (signal: AbortSignal): Promise<{ readonly acls?: TopicAclBinding[]; readonly skipped?: string }> => {
-        if (filter.include.length === 0) return {}; // ACL sync off: only the guard
-        const wanted = principalFilter(filter);
-        try {
-          const read = async () => describeTopicAcls((await clients.get(m.sourceCluster)).admin);
-          return { acls: (await untilAborted(read(), signal)).filter((b) => wanted(b.principal)) };
-        } catch (err) {
-          if (signal.aborted) return { skipped: 'cancelled' };
-          try {
-            return { skipped: aclsUnmanageable(err, 'source') };
-          } catch (failure) {
-            return { skipped: (failure as Error).message };
-          }
-        }
-      };
       let done = 0;
+      let total = 0;
+      // Heartbeats from the start: the setup reads Postgres and both clusters.
       return heartbeating(
         (signal) =>
           syncRound(input.mirror, 'acls', async () => {
-            const source = await sourceAcls(signal);
-            if (signal.aborted) return { changed: [], failed: [], ...(source.skipped === undefined ? {} : { sourceSkipped: source.skipped }) };
-            const result = await syncTopicAcls(destination.admin, topics, source.acls, filter, destination.principal, grantedBefore, async (change) => {
-              const what = [change.granted.length > 0 || change.revoked.length > 0 ? "the source topic's ACLs changed" : '', change.denied.length > 0 ? `${change.denied.join(', ')} may write it` : ''].filter((w) => w !== '').join('; ');
-              await executeMirrorCommand(db, { type: 'SyncTopicAcls', mirror: input.mirror, ...change }, { ...input.metadata, reason: `ACL sync of ${change.topic}: ${what}` });
-              metrics.topicAclsChanged(input.mirror, { granted: change.granted.length, revoked: change.revoked.length, denied: change.denied.length });
-              done += 1;
-            }, signal);
-            return source.skipped === undefined ? result : { ...result, sourceSkipped: source.skipped };
+            const row = await db.selectFrom('mirrors').select(['acl_include', 'acl_exclude']).where('name', '=', input.mirror).executeTakeFirst();
+            if (row === undefined) return { changed: [], failed: [] };
+            const filter = { include: row.acl_include, exclude: row.acl_exclude };
+            const m = await clients.mirror(input.mirror);
+            const destination = await clients.get(m.destinationCluster);
+            const topics = await stillMirrored(input.mirror);
+            total = topics.length;
+            const grantedBefore = new Map<string, TopicAcl[]>();
+            for (const r of await db.selectFrom('mirror_synced_acls').selectAll().where('mirror', '=', input.mirror).execute()) {
+              const acl = { principal: r.principal, host: r.host, operation: r.operation as TopicAcl['operation'], permission: r.permission as TopicAcl['permission'] };
+              grantedBefore.set(r.topic, [...(grantedBefore.get(r.topic) ?? []), acl]);
+            }
+            // The source's topic ACLs for the filtered principals; none wanted with sync off (what
+            // an earlier sync granted is then revoked); undefined when they could not be read.
+            let source: TopicAclBinding[] | undefined = [];
+            let sourceSkipped: string | undefined;
+            if (filter.include.length > 0) {
+              const wanted = principalFilter(filter);
+              try {
+                const read = async () => describeTopicAcls((await clients.get(m.sourceCluster)).admin);
+                source = (await untilAborted(read(), signal)).filter((b) => wanted(b.principal));
+              } catch (err) {
+                source = undefined;
+                try {
+                  sourceSkipped = signal.aborted ? 'cancelled' : aclsUnmanageable(err, 'source');
+                } catch (failure) {
+                  sourceSkipped = (failure as Error).message;
+                }
+              }
+            }
+            const skippedSource = sourceSkipped === undefined ? {} : { sourceSkipped };
+            if (signal.aborted) return { changed: [], failed: [], incomplete: true, ...skippedSource };
+            const result = await syncTopicAcls(destination.admin, topics, source, filter, destination.principal, grantedBefore, {
+              signal,
+              stillMirrored: async (topic) => (await stillMirrored(input.mirror, topic)).length > 0,
+              record: async (change) => {
+                const what = [change.granted.length > 0 || change.revoked.length > 0 ? "the source topic's ACLs changed" : '', change.denied.length > 0 ? `${change.denied.join(', ')} may write it` : ''].filter((w) => w !== '').join('; ');
+                await executeMirrorCommand(db, { type: 'SyncTopicAcls', mirror: input.mirror, ...change }, { ...input.metadata, reason: `ACL sync of ${change.topic}: ${what}` });
+                metrics.topicAclsChanged(input.mirror, { granted: change.granted.length, revoked: change.revoked.length, denied: change.denied.length });
+                done += 1;
+              },
+            });
+            // A round that did not do what the mirror asks (sync on, but either cluster's ACLs not
+            // managed; or cancelled) is not a success for the metrics.
+            const incomplete = signal.aborted || (filter.include.length > 0 && (sourceSkipped !== undefined || result.skipped !== undefined));
+            return { ...result, ...skippedSource, ...(incomplete ? { incomplete } : {}) };
           }),
-        () => ({ topics: topics.length, changed: done }),
+        () => ({ topics: total, changed: done }),
       );
     },
 

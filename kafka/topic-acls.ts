@@ -98,14 +98,18 @@ export interface TopicAclPlan {
 }
 
 /**
- * One mirror topic's ACL plan, from the source's and the destination's topic ACL bindings (pure).
- * `source` undefined: ACL sync does not run this time (off, or the source's ACLs could not be
- * read), so nothing is granted or revoked — the guard is still kept. Synced: every source ACL that
- * applies to the topic (literal, `*` or prefixed) for a principal `wanted` accepts, as a LITERAL
- * ACL on the topic; an ACL sync granted before (`grantedBefore`) that the source no longer has is
- * revoked — an ACL someone else made on the destination is never revoked. Never synced: kmirror's own principal (`own`), a DENY WRITE (the guard's kind, lifted at failover), and an ALLOW
- * WRITE/ALL for User:* (it would make the guard impossible). The guard: every principal with ALLOW
- * WRITE/ALL on the topic, but `own`, gets a literal DENY WRITE.
+ * One mirror topic's ACL plan, from the source's and the destination's topic ACL bindings that
+ * apply to it (pure). `source` undefined: the source's ACLs are unknown this time (they could not
+ * be read), so nothing is granted or revoked — the guard is still kept; `[]` with nothing `wanted`
+ * is ACL sync off. Synced: every source ACL that applies to the topic (literal, `*` or prefixed)
+ * for a principal `wanted` accepts, as a LITERAL ACL on the topic. Revoked: an ACL sync granted
+ * before (`grantedBefore`) that is no longer wanted — the source dropped it, its principal left
+ * the filter, or sync was turned off; an ACL someone else made on the destination is never revoked.
+ * Never synced: kmirror's own principal (`own`), a DENY for every principal (User:* — it would
+ * refuse kmirror too), a DENY WRITE (the guard's kind, lifted at failover), and an ALLOW WRITE/ALL
+ * for User:* (it would make the guard impossible). The guard: every principal with ALLOW WRITE/ALL
+ * on the topic, but `own`, gets a literal DENY WRITE for every host, unless a DENY WRITE/ALL for
+ * every host already refuses it.
  */
 export function aclPlan(
   topic: string,
@@ -116,33 +120,45 @@ export function aclPlan(
   grantedBefore: readonly TopicAcl[] = [],
 ): TopicAclPlan {
   const applying = destination.filter((b) => appliesTo(b, topic));
-  // kmirror's own principal is never synced: a grant of it missing on the source would otherwise be
-  // revoked (and the copy refused), a source DENY of it copied.
-  const synced = (principal: string) => principal !== own && wanted(principal);
   const acl = ({ principal, host, operation, permission }: TopicAcl): TopicAcl => ({ principal, host, operation, permission });
   let grant: TopicAcl[] = [];
   let revoke: TopicAcl[] = [];
   if (source !== undefined) {
     const desired = new Map<string, TopicAcl>();
     for (const b of source) {
-      if (!appliesTo(b, topic) || !synced(b.principal) || isGuard(b) || (b.permission === 'ALLOW' && writes(b) && b.principal === 'User:*')) continue;
+      if (!appliesTo(b, topic) || b.principal === own || !wanted(b.principal) || isGuard(b)) continue;
+      if (b.principal === 'User:*' && (b.permission === 'DENY' || writes(b))) continue;
       desired.set(aclKey(b), acl(b));
     }
-    const present = new Map(applying.filter((b) => b.pattern === 'LITERAL' && b.name === topic && synced(b.principal) && !isGuard(b)).map((b) => [aclKey(b), acl(b)]));
+    const present = new Map(applying.filter((b) => b.pattern === 'LITERAL' && b.name === topic && b.principal !== own && !isGuard(b)).map((b) => [aclKey(b), acl(b)]));
     const ours = new Set(grantedBefore.map(aclKey));
     // Sorted, so the recorded change does not depend on the order a broker lists ACLs in.
     const sorted = (acls: [string, TopicAcl][]) => acls.sort(([x], [y]) => (x < y ? -1 : x > y ? 1 : 0)).map(([, a]) => a);
     grant = sorted([...desired].filter(([key]) => !present.has(key)));
     revoke = sorted([...present].filter(([key]) => ours.has(key) && !desired.has(key)));
   }
-  const writers = new Set([...applying, ...grant].filter((a) => a.permission === 'ALLOW' && writes(a)).map((a) => a.principal));
+  const revoked = new Set(revoke.map(aclKey));
+  const writers = new Set([...applying.filter((b) => !revoked.has(aclKey(b))), ...grant].filter((a) => a.permission === 'ALLOW' && writes(a)).map((a) => a.principal));
   if (own !== undefined) writers.delete(own);
   if (writers.has('User:*')) {
     // Nothing to guard with; at least no synced grant adds a writer.
     return { topic, grant: grant.filter((a) => !(a.permission === 'ALLOW' && writes(a))), revoke, deny: [], unguarded: `an ACL allows every principal (User:*) to write ${topic}; a DENY for User:* would refuse kmirror as well` };
   }
-  const denied = new Set(applying.filter((b) => b.pattern === 'LITERAL' && b.name === topic && isGuard(b)).map((b) => b.principal));
+  // Refused already: a DENY WRITE or ALL for every host (one for some hosts leaves the others open).
+  const denied = new Set(applying.filter((b) => b.permission === 'DENY' && writes(b) && b.host === '*').map((b) => b.principal));
   return { topic, grant, revoke, deny: [...writers].filter((p) => !denied.has(p)).sort() };
+}
+
+/** A cluster's topic ACL bindings by the topics they apply to: literal names looked up, `*` and
+ *  prefixed patterns tried (few), so a round over thousands of topics is not topics × bindings. */
+export function bindingsByTopic(bindings: readonly TopicAclBinding[]): (topic: string) => TopicAclBinding[] {
+  const literal = new Map<string, TopicAclBinding[]>();
+  const wide: TopicAclBinding[] = [];
+  for (const b of bindings) {
+    if (b.pattern === 'LITERAL' && b.name !== '*') literal.set(b.name, [...(literal.get(b.name) ?? []), b]);
+    else wide.push(b);
+  }
+  return (topic) => [...(literal.get(topic) ?? []), ...wide.filter((b) => appliesTo(b, topic))];
 }
 
 const entryOf = (topic: string, acl: TopicAcl): AclEntry => ({
@@ -155,16 +171,6 @@ const entryOf = (topic: string, acl: TopicAcl): AclEntry => ({
   permissionType: acl.permission === 'ALLOW' ? AclPermissionTypes.ALLOW : AclPermissionTypes.DENY,
 });
 const guardOf = (principal: string): TopicAcl => ({ principal, host: '*', operation: 'WRITE', permission: 'DENY' });
-
-/** Apply a plan, guard first: the DENY WRITEs exist before any synced ALLOW WRITE does. */
-async function applyPlan(admin: Admin, plan: TopicAclPlan): Promise<void> {
-  const create = async (acls: readonly TopicAcl[]) => {
-    for (let i = 0; i < acls.length; i += 1_000) await admin.createAcls({ acl: acls.slice(i, i + 1_000).map((a) => entryOf(plan.topic, a)) });
-  };
-  await create(plan.deny.map(guardOf));
-  await create(plan.grant);
-  if (plan.revoke.length > 0) await admin.deleteAcls({ filters: plan.revoke.map((a) => entryOf(plan.topic, a)) });
-}
 
 export interface ReadOnlyResult {
   /** DENY WRITE ACLs are in place for every principal allowed to write the topics, but kmirror. */
@@ -190,7 +196,8 @@ export async function applyReadOnly(destAdmin: Admin, topics: readonly string[],
   } catch (err) {
     return { enforced: false, denied: [], reason: aclsUnmanageable(err, 'destination') };
   }
-  const plans = topics.map((topic) => aclPlan(topic, undefined, bindings, () => false, ownPrincipal));
+  const applying = bindingsByTopic(bindings);
+  const plans = topics.map((topic) => aclPlan(topic, undefined, applying(topic), () => false, ownPrincipal));
   // All topics' DENYs in requests of up to 1,000 (a start of thousands of topics).
   const entries = plans.flatMap((p) => p.deny.map((principal) => entryOf(p.topic, guardOf(principal))));
   try {
@@ -216,16 +223,21 @@ export interface AclSyncResult {
   readonly failed: readonly { readonly topic: string; readonly error: { readonly code: string; readonly message: string } }[];
   /** Why nothing could be done (the destination has no authorizer, or refuses kmirror its ACLs). */
   readonly skipped?: string;
-  /** Why the source's ACLs were not read (sync off, no authorizer or grant there, not answering):
+  /** Why the source's ACLs were not read (no authorizer or grant there, not answering, cancelled):
    *  nothing was granted or revoked, the guard was kept. */
   readonly sourceSkipped?: string;
+  /** The round did not do all the mirror asks (ACL sync on but not possible, or cancelled). */
+  readonly incomplete?: boolean;
 }
 
 /**
  * The runner's ACL round over mirror topics still mirrored: for each, aclPlan against the
- * destination's ACLs (one DescribeAcls), applied guard first, then `record` — topic by topic, so
- * whatever was applied is recorded before the next topic is touched, and one topic's refusal is
- * its own. `source` as in aclPlan.
+ * destination's ACLs (one DescribeAcls), applied guard first (DENYs, then grants, then revocations)
+ * and `record`ed — topic by topic, so whatever was applied is recorded before the next topic is
+ * touched (a step that fails records the steps before it), and one topic's refusal is its own.
+ * `source` as in aclPlan. Before a topic is changed, `stillMirrored(topic)` is asked again (a stop
+ * may have been recorded since the round began). Between topics the round yields (its heartbeats
+ * and other activities run) and ends early once `signal` aborts.
  */
 export async function syncTopicAcls(
   destAdmin: Admin,
@@ -235,8 +247,7 @@ export async function syncTopicAcls(
   ownPrincipal: string | undefined,
   /** By topic: the ACLs ACL sync granted before and has not revoked (mirror_synced_acls). */
   grantedBefore: ReadonlyMap<string, readonly TopicAcl[]>,
-  record: (change: TopicAclChange) => Promise<void>,
-  signal?: AbortSignal,
+  hooks: { readonly record: (change: TopicAclChange) => Promise<void>; readonly stillMirrored: (topic: string) => Promise<boolean>; readonly signal?: AbortSignal },
 ): Promise<AclSyncResult> {
   if (topics.length === 0) return { changed: [], failed: [] };
   let bindings;
@@ -246,22 +257,35 @@ export async function syncTopicAcls(
     return { changed: [], failed: [], skipped: aclsUnmanageable(err, 'destination') };
   }
   const wanted = principalFilter(filter);
+  const onDestination = bindingsByTopic(bindings);
+  const fromSource = source === undefined ? undefined : bindingsByTopic(source);
   const changed: TopicAclChange[] = [];
   const failed: { topic: string; error: { code: string; message: string } }[] = [];
   for (const topic of topics) {
+    await new Promise((resolve) => setImmediate(resolve));
     // Cancelled (a stop is waiting): end between topics; what was applied is recorded.
-    if (signal?.aborted) break;
-    const plan = aclPlan(topic, source, bindings, wanted, ownPrincipal, grantedBefore.get(topic));
+    if (hooks.signal?.aborted) break;
+    const plan = aclPlan(topic, fromSource?.(topic), onDestination(topic), wanted, ownPrincipal, grantedBefore.get(topic));
     if (plan.deny.length === 0 && plan.grant.length === 0 && plan.revoke.length === 0) continue;
+    if (!(await hooks.stillMirrored(topic))) continue;
+    const applied: { denied: readonly string[]; granted: readonly TopicAcl[]; revoked: readonly TopicAcl[] } = { denied: [], granted: [], revoked: [] };
+    const create = async (acls: readonly TopicAcl[]) => {
+      for (let i = 0; i < acls.length; i += 1_000) await destAdmin.createAcls({ acl: acls.slice(i, i + 1_000).map((a) => entryOf(topic, a)) });
+    };
     try {
-      await applyPlan(destAdmin, plan);
+      await create(plan.deny.map(guardOf));
+      applied.denied = plan.deny;
+      await create(plan.grant);
+      applied.granted = plan.grant;
+      if (plan.revoke.length > 0) await destAdmin.deleteAcls({ filters: plan.revoke.map((a) => entryOf(topic, a)) });
+      applied.revoked = plan.revoke;
     } catch (err) {
       const failure = kafkaFailure(err, `apply the ACLs of ${topic} on the destination`);
       failed.push({ topic, error: { code: failure.code, message: failure.message } });
-      continue;
     }
-    const change = { topic, granted: plan.grant, revoked: plan.revoke, denied: plan.deny };
-    await record(change);
+    if (applied.denied.length === 0 && applied.granted.length === 0 && applied.revoked.length === 0) continue;
+    const change = { topic, ...applied };
+    await hooks.record(change);
     changed.push(change);
   }
   return { changed, failed };
@@ -269,8 +293,8 @@ export async function syncTopicAcls(
 
 /**
  * Make mirror topics writable again (failover, promote): delete the DENY WRITE ACLs on them. A
- * mirror topic belongs to its mirror, so every literal DENY WRITE on it is taken as the read-only
- * guard applyReadOnly put there. Returns the principals that may write again.
+ * mirror topic belongs to its mirror, so every literal DENY WRITE for every host on it is taken as
+ * the read-only guard kmirror put there. Returns the principals that may write again.
  */
 export async function liftReadOnly(destAdmin: Admin, topics: readonly string[]): Promise<{ readonly lifted: readonly string[]; readonly reason?: string }> {
   if (topics.length === 0) return { lifted: [] };
@@ -286,9 +310,10 @@ export async function liftReadOnly(destAdmin: Admin, topics: readonly string[]):
   } catch (err) {
     return { lifted: [], reason: aclsUnmanageable(err, 'destination') };
   }
+  // The guard's DENYs are for every host; one for some hosts was made by someone else and stays.
   const filters = described.resources
     .filter((r) => wanted.has(r.resourceName))
-    .flatMap((r) => r.acls.map((a) => entryOf(r.resourceName, { principal: a.principal, host: a.host, operation: 'WRITE', permission: 'DENY' })));
+    .flatMap((r) => r.acls.filter((a) => a.host === '*').map((a) => entryOf(r.resourceName, { principal: a.principal, host: a.host, operation: 'WRITE', permission: 'DENY' })));
   try {
     for (let i = 0; i < filters.length; i += 1_000) await destAdmin.deleteAcls({ filters: filters.slice(i, i + 1_000) });
   } catch (err) {

@@ -300,6 +300,9 @@ export async function mirrorRunner(input: MirrorRunnerInput): Promise<MirrorRunn
     await condition(() => !guarding);
   };
   const syncAcls = async (): Promise<void> => {
+    // Draining for continue-as-new: a round started now could outlive this run, unseen by the next
+    // one's stops (endAclRound has run already).
+    if (draining) return;
     guarding = true;
     guardScope = new CancellationScope();
     try {

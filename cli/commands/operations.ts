@@ -156,8 +156,8 @@ export function operationCommands(ctx: CliContext): Command[] {
       `\nExamples:\n  kmirror alter dr-east --acl-include 'User:orders-.*' --reason "consumers fail over too"\n  kmirror alter dr-east --group-exclude 'tmp-.*'\n  kmirror alter dr-east --no-acl-sync --json`,
     )
     .action(async (mirror: string, options: WaitOptions & { groupInclude?: string[]; groupExclude?: string[]; groupSync: boolean; aclInclude?: string[]; aclExclude?: string[]; aclSync: boolean }) => {
-      if (!options.groupSync && options.groupInclude !== undefined) throw new KmirrorError('INVALID_ARGUMENT', '--no-group-sync and --group-include exclude each other');
-      if (!options.aclSync && options.aclInclude !== undefined) throw new KmirrorError('INVALID_ARGUMENT', '--no-acl-sync and --acl-include exclude each other');
+      if (!options.groupSync && (options.groupInclude ?? options.groupExclude) !== undefined) throw new KmirrorError('INVALID_ARGUMENT', '--no-group-sync excludes --group-include and --group-exclude');
+      if (!options.aclSync && (options.aclInclude ?? options.aclExclude) !== undefined) throw new KmirrorError('INVALID_ARGUMENT', '--no-acl-sync excludes --acl-include and --acl-exclude');
       const filter = (include: string[] | undefined, exclude: string[] | undefined, off: boolean) =>
         off ? { include: [], exclude: [] } : include === undefined && exclude === undefined ? undefined : { ...(include ? { include } : {}), ...(exclude ? { exclude } : {}) };
       const groups = filter(options.groupInclude, options.groupExclude, !options.groupSync);

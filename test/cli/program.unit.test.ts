@@ -102,8 +102,9 @@ describe('usage errors', () => {
   it('alter needs a filter option, and an include with its own --no-…-sync is refused, before anything is started', async () => {
     for (const [args, message] of [
       [['alter', 'm'], /alter needs at least one of --group-include/],
-      [['alter', 'm', '--acl-include', 'User:.*', '--no-acl-sync'], /--no-acl-sync and --acl-include exclude each other/],
-      [['alter', 'm', '--group-include', '.*', '--no-group-sync'], /--no-group-sync and --group-include exclude each other/],
+      [['alter', 'm', '--acl-include', 'User:.*', '--no-acl-sync'], /--no-acl-sync excludes --acl-include and --acl-exclude/],
+      [['alter', 'm', '--acl-exclude', 'User:x', '--no-acl-sync'], /--no-acl-sync excludes/],
+      [['alter', 'm', '--group-include', '.*', '--no-group-sync'], /--no-group-sync excludes --group-include and --group-exclude/],
     ] as const) {
       const { code, stderr } = await run(...args);
       expect(code, args.join(' ')).not.toBe(0);

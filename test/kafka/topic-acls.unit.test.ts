@@ -2,7 +2,7 @@
 // the source for the filtered principals, revoked when the source no longer has them, and a DENY
 // WRITE for every other writer (the read-only guard kept current).
 import { describe, expect, it } from 'vitest';
-import { aclPlan, principalFilter, type TopicAclBinding } from '../../kafka/topic-acls.ts';
+import { aclPlan, bindingsByTopic, principalFilter, type TopicAclBinding } from '../../kafka/topic-acls.ts';
 
 const binding = (principal: string, operation: TopicAclBinding['operation'], extra: Partial<TopicAclBinding> = {}): TopicAclBinding => ({
   pattern: 'LITERAL',
@@ -87,6 +87,34 @@ describe('aclPlan', () => {
     const mine = [{ principal: own, host: '*', operation: 'WRITE' as const, permission: 'ALLOW' as const }];
     const plan = aclPlan('orders', [binding(own, 'ALL', { permission: 'DENY' })], [binding(own, 'WRITE'), binding(own, 'READ')], everyone, own, mine);
     expect(plan).toEqual({ topic: 'orders', grant: [], revoke: [], deny: [] });
+  });
+
+  it('never syncs a DENY for every principal (it would refuse kmirror too)', () => {
+    const everyone = principalFilter({ include: ['.*'], exclude: [] });
+    const source = [binding('User:*', 'ALL', { permission: 'DENY' }), binding('User:*', 'DELETE', { permission: 'DENY' }), binding('User:*', 'READ')];
+    expect(aclPlan('orders', source, [], everyone, own).grant).toEqual([{ principal: 'User:*', host: '*', operation: 'READ', permission: 'ALLOW' }]);
+  });
+
+  it('revokes its own grants once sync is off or their principal left the filter, never anyone else\'s', () => {
+    const granted = { principal: 'User:app-a', host: '*', operation: 'READ' as const, permission: 'ALLOW' as const };
+    const destination = [binding('User:app-a', 'READ'), binding('User:app-b', 'READ')];
+    const none = principalFilter({ include: [], exclude: [] });
+    expect(aclPlan('orders', [], destination, none, own, [granted]).revoke).toEqual([granted]);
+    const narrowed = principalFilter({ include: ['User:app-b'], exclude: [] });
+    expect(aclPlan('orders', [binding('User:app-a', 'READ'), binding('User:app-b', 'READ')], destination, narrowed, own, [granted]).revoke).toEqual([granted]);
+    // Unknown source (not readable): nothing revoked.
+    expect(aclPlan('orders', undefined, destination, none, own, [granted]).revoke).toEqual([]);
+  });
+
+  it('a DENY WRITE for some hosts does not count as the guard: the principal is still denied for every host', () => {
+    const destination = [binding('User:app-w', 'WRITE'), binding('User:app-w', 'WRITE', { permission: 'DENY', host: '10.0.0.5' }), binding('User:app-x', 'WRITE'), binding('User:app-x', 'ALL', { permission: 'DENY' })];
+    expect(aclPlan('orders', undefined, destination, apps, own).deny).toEqual(['User:app-w']);
+  });
+
+  it('bindingsByTopic finds literal, `*` and prefixed bindings of a topic', () => {
+    const all = [binding('User:a', 'READ'), binding('User:b', 'READ', { name: 'other' }), binding('User:c', 'READ', { name: '*' }), binding('User:d', 'READ', { pattern: 'PREFIXED', name: 'ord' }), binding('User:e', 'READ', { pattern: 'PREFIXED', name: 'x' })];
+    expect(bindingsByTopic(all)('orders').map((b) => b.principal)).toEqual(['User:a', 'User:c', 'User:d']);
+    expect(bindingsByTopic(all)('nothing').map((b) => b.principal)).toEqual(['User:c']);
   });
 
   it('a topic every principal may write cannot be guarded: no DENY, no synced write grant, and it says why', () => {
