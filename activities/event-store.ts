@@ -11,6 +11,7 @@ import type { MirrorCommand, RecordLastMirrored } from '../domain/commands.ts';
 import { KmirrorError } from '../domain/errors.ts';
 import { topicsNeeded, type Mirror } from '../domain/mirror.ts';
 import { PartitionStates } from '../machines/partition.ts';
+import type { PatternFilter } from '../domain/names.ts';
 
 /** Every mirror command but RecordLastMirrored (which carries bigint offsets and is issued by the
  *  copy activities themselves, in-process). */
@@ -40,8 +41,8 @@ export interface MirrorView {
   readonly exclude: readonly string[];
   /** Consumer groups whose offsets are synced; principals whose topic ACLs are (absent in results
    *  recorded before 2026-12-08). */
-  readonly groups?: { readonly include: readonly string[]; readonly exclude: readonly string[] };
-  readonly acls?: { readonly include: readonly string[]; readonly exclude: readonly string[] };
+  readonly groups?: PatternFilter;
+  readonly acls?: PatternFilter;
   readonly topics: readonly TopicView[];
 }
 

@@ -2,6 +2,7 @@
 import type { IsrWaitDetails } from '../activities/kafka-admin.ts';
 import type { PendingActivity } from '../client/index.ts';
 import type { OperationProgress, PartitionProgress } from '../workflows/messages.ts';
+import type { PatternFilter } from '../domain/names.ts';
 
 /** Columns padded to their widest cell; the last column is not padded. */
 export function table(header: readonly string[], rows: readonly (readonly string[])[]): string {
@@ -57,6 +58,6 @@ export function fitTo(line: string, columns: number | undefined): string {
 
 /** A group or principal filter for people: its include patterns, `except` its exclude ones; `none`
  *  when nothing is included. */
-export function filterText(f: { readonly include: readonly string[]; readonly exclude: readonly string[] }): string {
+export function filterText(f: PatternFilter): string {
   return f.include.length === 0 ? 'none' : `${f.include.join(' ')}${f.exclude.length > 0 ? ` except ${f.exclude.join(' ')}` : ''}`;
 }

@@ -38,3 +38,27 @@ export function assertTopicName(name: string): void {
 export function partitionName(topic: string, partition: number): string {
   return `${topic}-${partition}`;
 }
+
+/** Names chosen by whole-name patterns (as Kafka tools match them): those an include pattern
+ *  matches and no exclude pattern does. Topic, group and principal filters alike. */
+export interface PatternFilter {
+  readonly include: readonly string[];
+  readonly exclude: readonly string[];
+}
+
+/** A whole-name pattern; INVALID_TOPIC_PATTERN naming `what` (topic, group, principal) when it
+ *  does not compile. */
+export function wholeNamePattern(pattern: string, what = 'topic'): RegExp {
+  try {
+    return new RegExp(`^(?:${pattern})$`);
+  } catch (err) {
+    throw new KmirrorError('INVALID_TOPIC_PATTERN', `${what} pattern ${JSON.stringify(pattern)} is not a valid regular expression: ${(err as Error).message}`, { pattern }, { cause: err });
+  }
+}
+
+/** The test a PatternFilter makes of a name (patterns compiled once, here). */
+export function filterMatcher(filter: PatternFilter, what: string): (name: string) => boolean {
+  const include = filter.include.map((p) => wholeNamePattern(p, what));
+  const exclude = filter.exclude.map((p) => wholeNamePattern(p, what));
+  return (name) => include.some((r) => r.test(name)) && !exclude.some((r) => r.test(name));
+}

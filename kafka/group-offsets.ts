@@ -7,17 +7,15 @@
 import type { Admin } from 'kafkajs';
 import { partitionKey } from './copier.ts';
 import { kafkaFailure } from './errors.ts';
-import { topicPattern } from './mirror-topics.ts';
 import { endOffsets } from './offsets.ts';
 import type { RawCluster } from './protocol.ts';
+import { filterMatcher, type PatternFilter } from '../domain/names.ts';
 
 /** Groups read or committed at once (each is a coordinator lookup and one request). */
 const GROUP_CONCURRENCY = 32;
 
-export interface GroupFilter {
-  readonly include: readonly string[];
-  readonly exclude: readonly string[];
-}
+/** The consumer groups a mirror syncs (its group filter). */
+export type GroupFilter = PatternFilter;
 
 export type PartitionAction = 'set' | 'unchanged' | 'kept-ahead';
 
@@ -46,13 +44,12 @@ export interface GroupPlan {
 
 /** Groups of the source that match the filter (whole-name patterns). */
 async function sourceGroups(sourceAdmin: Admin, filter: GroupFilter): Promise<string[]> {
-  const include = filter.include.map(topicPattern);
-  const exclude = filter.exclude.map(topicPattern);
+  const matches = filterMatcher(filter, 'group');
   try {
     const { groups } = await sourceAdmin.listGroups();
     return groups
       .map((g) => g.groupId)
-      .filter((g) => include.some((r) => r.test(g)) && !exclude.some((r) => r.test(g)))
+      .filter(matches)
       .sort();
   } catch (err) {
     throw kafkaFailure(err, 'list the source consumer groups');

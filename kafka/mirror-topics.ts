@@ -4,7 +4,7 @@
 // read-only by topic-acls.ts), and read the ISR that the start waits for.
 import kafkajs, { type Admin } from 'kafkajs';
 import { KmirrorError } from '../domain/errors.ts';
-import { nameProblem } from '../domain/names.ts';
+import { filterMatcher, nameProblem } from '../domain/names.ts';
 import { createTopicsAndWait } from './admin.ts';
 import { boundaryChecksum, recordsAt, partitionKey } from './copier.ts';
 import { kafkaFailure } from './errors.ts';
@@ -42,15 +42,6 @@ export function isInternalTopic(topic: string): boolean {
   return topic.startsWith('__') || /[-.]internal$/.test(topic) || topic.endsWith('.replica');
 }
 
-/** A pattern as Kafka tools use it: the whole name must match. INVALID_TOPIC_PATTERN when it does not compile. */
-export function topicPattern(pattern: string): RegExp {
-  try {
-    return new RegExp(`^(?:${pattern})$`);
-  } catch (err) {
-    throw new KmirrorError('INVALID_TOPIC_PATTERN', `topic pattern ${JSON.stringify(pattern)} is not a valid regular expression: ${(err as Error).message}`, { pattern }, { cause: err });
-  }
-}
-
 export interface TopicSelection {
   readonly topics?: readonly string[];
   readonly include?: readonly string[];
@@ -64,8 +55,7 @@ export interface TopicSelection {
  * without duplicates.
  */
 export async function resolveTopics(sourceAdmin: Admin, selection: TopicSelection): Promise<string[]> {
-  const include = (selection.include ?? []).map(topicPattern);
-  const exclude = (selection.exclude ?? []).map(topicPattern);
+  const matches = filterMatcher({ include: selection.include ?? [], exclude: selection.exclude ?? [] }, 'topic');
   for (const topic of selection.topics ?? []) {
     const problem = nameProblem(topic);
     if (problem !== undefined) throw new KmirrorError('INVALID_ARGUMENT', `topic name ${JSON.stringify(topic)} ${problem}`, { topic });
@@ -90,7 +80,7 @@ export async function resolveTopics(sourceAdmin: Admin, selection: TopicSelectio
   }
   const out = new Set(selection.topics ?? []);
   for (const topic of existing) {
-    if (isInternalTopic(topic) || !include.some((r) => r.test(topic)) || exclude.some((r) => r.test(topic))) continue;
+    if (isInternalTopic(topic) || !matches(topic)) continue;
     out.add(topic);
   }
   return [...out].sort();

@@ -4,7 +4,7 @@
 // the mirror's ACL filter names, granted on the destination, so that after a failover the same
 // principals may do there what they did on the source).
 import kafkajs, { type AclEntry, type Admin } from 'kafkajs';
-import { KmirrorError } from '../domain/errors.ts';
+import { filterMatcher, type PatternFilter } from '../domain/names.ts';
 import { TOPIC_ACL_OPERATIONS, type TopicAcl, type TopicAclOperation } from '../domain/events.ts';
 import { kafkaFailure } from './errors.ts';
 
@@ -21,10 +21,7 @@ export interface TopicAclBinding extends TopicAcl {
 
 /** Whose topic ACLs a mirror syncs: principals (e.g. `User:orders-.*`) whose whole name matches an
  *  include pattern and no exclude pattern. No include pattern: ACL sync is off. */
-export interface AclFilter {
-  readonly include: readonly string[];
-  readonly exclude: readonly string[];
-}
+export type AclFilter = PatternFilter;
 
 const operationName = new Map<number, TopicAclOperation>(TOPIC_ACL_OPERATIONS.map((name) => [AclOperationTypes[name], name]));
 
@@ -39,16 +36,7 @@ const aclKey = (acl: TopicAcl): string => [acl.principal, acl.host, acl.operatio
 
 /** A principal test for an ACL filter (whole-name patterns). */
 export function principalFilter(filter: AclFilter): (principal: string) => boolean {
-  const compile = (pattern: string) => {
-    try {
-      return new RegExp(`^(?:${pattern})$`);
-    } catch (err) {
-      throw new KmirrorError('INVALID_TOPIC_PATTERN', `principal pattern ${JSON.stringify(pattern)} is not a valid regular expression`, { pattern }, { cause: err });
-    }
-  };
-  const include = filter.include.map(compile);
-  const exclude = filter.exclude.map(compile);
-  return (principal) => include.some((p) => p.test(principal)) && !exclude.some((p) => p.test(principal));
+  return filterMatcher(filter, 'principal');
 }
 
 /** Why kmirror cannot manage a cluster's ACLs, when describing them failed for a reason that means

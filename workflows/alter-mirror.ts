@@ -7,6 +7,7 @@
 import { setHandler } from '@temporalio/workflow';
 import { asFailure, authorizeRequest, checkFilters, checkRequester, invalid, metadataOf, setSearchAttributes, short, type FilterInput } from './common.ts';
 import { progressQuery, type Requester } from './messages.ts';
+import type { PatternFilter as Filter } from '../domain/names.ts';
 
 export interface AlterMirrorInput extends Requester {
   readonly mirror: string;
@@ -14,11 +15,6 @@ export interface AlterMirrorInput extends Requester {
   readonly groups?: FilterInput;
   /** Principals whose topic ACLs are synced (whole-name patterns; include [] turns ACL sync off). */
   readonly acls?: FilterInput;
-}
-
-interface Filter {
-  readonly include: readonly string[];
-  readonly exclude: readonly string[];
 }
 
 export interface AlterMirrorResult {

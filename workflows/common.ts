@@ -93,7 +93,6 @@ export function isStringArray(value: unknown): value is string[] {
   return Array.isArray(value) && value.every((v) => typeof v === 'string');
 }
 
-/** Check the requester fields every operation input may carry. */
 /** A mirror's group or principal filter as a workflow input takes it. */
 export interface FilterInput {
   readonly include?: readonly string[];
@@ -120,6 +119,7 @@ export function checkFilters(workflow: string, input: { readonly groups?: Filter
   }
 }
 
+/** Check the requester fields every operation input may carry. */
 export function checkRequester(workflow: string, input: Requester, shape: string): void {
   if (input.actor !== undefined && (typeof input.actor !== 'string' || input.actor.trim() === '')) throw invalid(workflow, '"actor" must be a non-empty string', shape);
   if (input.reason !== undefined && typeof input.reason !== 'string') throw invalid(workflow, '"reason" must be a string', shape);

@@ -17,6 +17,7 @@ import { verifyPartition, type PartitionVerification } from '../../kafka/verify.
 import { errorBody } from '../../errors-output.ts';
 import type { CliContext } from '../context.ts';
 import { filterText, fitTo, table } from '../render.ts';
+import type { PatternFilter } from '../../domain/names.ts';
 
 /** A partition as `describe --json` prints it (offsets and lag as decimal strings). */
 export interface DescribedPartition {
@@ -49,8 +50,8 @@ export interface DescribedMirror {
   /** What the copier does with records the source's retention removed before they were mirrored. */
   readonly onRecordsLost: RecordsLostPolicy;
   /** Consumer groups whose offsets are synced, and principals whose topic ACLs are (whole-name patterns). */
-  readonly groups: { readonly include: readonly string[]; readonly exclude: readonly string[] };
-  readonly acls: { readonly include: readonly string[]; readonly exclude: readonly string[] };
+  readonly groups: PatternFilter;
+  readonly acls: PatternFilter;
   /** Whether each cluster answered (offsets are null where it did not). */
   readonly clusters: { readonly source: ClusterReach; readonly destination: ClusterReach };
   readonly partitions: readonly DescribedPartition[];
